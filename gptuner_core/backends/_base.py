@@ -1,0 +1,171 @@
+"""The backend contract: describe knobs, build a route into an artifact, run it, time it.
+
+A backend never runs inside the tuner process for build/run/measure: the engine calls
+:meth:`Backend.build` and :meth:`Backend.load` inside a fresh ``spawn`` child per candidate
+(see ``gptuner_core.isolation``), so a crash, hang or out-of-memory only kills that child.
+:meth:`Backend.describe`, :meth:`Backend.availability`, :meth:`Backend.input_specs` and
+:meth:`Backend.environment` run in the parent and must be cheap and side-effect free.
+
+Heavy libraries (onnxruntime, tensorrt, torch, cuda) are imported inside methods, never at module
+import time, so ``import gptuner_core`` works anywhere.
+
+Timing: a :class:`Runner` exposes ``time_calls(n)``, which runs the model ``n`` times back-to-back
+on the prepared inputs and returns the elapsed time in nanoseconds measured with the most precise
+clock the backend has (``time.perf_counter_ns`` on the CPU, CUDA events on a GPU). The shared
+measurement layer (``gptuner_core.measurement``) decides warm-up, how many samples and when to stop.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import ClassVar
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.routes import Route
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Availability:
+    """Whether a backend can run here; ``reason`` says precisely why not."""
+
+    available: bool
+    reason: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorSpec:
+    """One model input or output. ``shape`` uses ``None`` (or a name string) for dynamic dims."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | str | None, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildResult:
+    """What :meth:`Backend.build` produced.
+
+    Attributes:
+        artifact: the engine / optimized model / generated-code directory. Hashed by the engine for
+            duplicate detection (a directory is hashed file by file, in sorted order).
+        effective_route: the route the backend really applied, in ``-name=value`` form (may differ
+            from the requested one when the backend normalizes or overrides a value).
+        info: JSON-able details for the dashboard (e.g. ``{"layers": [...]}``, applied options,
+            transform timings). Must stay small (< 1 MB); large data goes to files beside the
+            artifact, referenced by path.
+    """
+
+    artifact: Path
+    effective_route: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner(abc.ABC):
+    """A loaded artifact, ready to run. Use as a context manager; ``close`` frees resources."""
+
+    @abc.abstractmethod
+    def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once on host arrays and return host arrays keyed by output name."""
+
+    @abc.abstractmethod
+    def prepare(self, feeds: dict[str, np.ndarray]) -> None:
+        """Bind the inputs used by :meth:`time_calls` (copy to device, allocate outputs)."""
+
+    @abc.abstractmethod
+    def time_calls(self, n: int) -> int:
+        """Run the prepared inputs ``n`` times back-to-back; return elapsed nanoseconds."""
+
+    def telemetry(self) -> dict[str, Any]:
+        """Environment readings for the current measurement window (clocks, temperature...)."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release sessions, contexts and device memory."""
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Backend(abc.ABC):
+    """A compiler/runtime whose build routes gptuner tunes.
+
+    Subclasses set ``name`` and implement the abstract methods. ``options`` are backend options of
+    the study (e.g. ``{"workspace_mb": 1024}``) validated by :meth:`validate_options`.
+    """
+
+    name: ClassVar[str] = ""
+    #: option name -> (description, default); drives CLI help and the dashboard form.
+    option_declarations: ClassVar[dict[str, tuple[str, Any]]] = {}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = self.validate_options(options or {})
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """Reject unknown options with a message listing the allowed ones; fill defaults."""
+        from gptuner_core.errors import ConfigError
+
+        allowed = sorted(cls.option_declarations)
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            msg = (
+                f"unknown option(s) {unknown} for backend '{cls.name}' "
+                f"(allowed: {allowed or 'none'})"
+            )
+            raise ConfigError(msg)
+        merged = {k: default for k, (_, default) in cls.option_declarations.items()}
+        merged.update(options)
+        return merged
+
+    @classmethod
+    @abc.abstractmethod
+    def availability(cls) -> Availability:
+        """Probe the library/device without side effects; never raises."""
+
+    @abc.abstractmethod
+    def describe(self, model: Path) -> KnobDatabase:
+        """Knob database for this model, in TensorRT's ``all_build_routes`` schema."""
+
+    @abc.abstractmethod
+    def input_specs(self, model: Path) -> list[TensorSpec]:
+        """The model's inputs (names, dtypes, shapes), raising BackendError on a bad model."""
+
+    @abc.abstractmethod
+    def environment(self) -> dict[str, str]:
+        """Fingerprint parts: ``backend_version``, ``device``, ``driver``, ``runtime``, ... ."""
+
+    @abc.abstractmethod
+    def build(
+        self,
+        model: Path,
+        route: Route,
+        workdir: Path,
+        *,
+        calibration: dict[str, np.ndarray] | None = None,
+    ) -> BuildResult:
+        """Build ``route`` for ``model`` into ``workdir`` (runs in the candidate's child process).
+
+        ``calibration`` holds named input arrays for precision transforms that need calibration.
+        Raise :class:`gptuner_core.errors.BackendError` with a clear message on a build failure.
+        """
+
+    @abc.abstractmethod
+    def load(self, build: BuildResult) -> Runner:
+        """Load a built artifact for running (runs in the candidate's child process)."""
+
+    def repro(self, model: Path, route: Route) -> dict[str, str]:
+        """Commands that reproduce this candidate outside gptuner, keyed by kind ("shell", ...)."""
+        return {}

@@ -1,0 +1,59 @@
+"""One root for every user-facing error.
+
+User errors subclass :class:`GptunerError` (and a builtin, so generic handlers still catch them).
+The CLI and the dashboard print them without a traceback. Our own bugs use ``assert`` or plain
+``RuntimeError`` and never subclass the root.
+
+Messages say what was wrong, what was expected and what was found, e.g.
+``"knob database 'k.json': field 'tuner_options' must be a list (got str)"``.
+"""
+
+from __future__ import annotations
+
+
+class GptunerError(Exception):
+    """Root of every error caused by user input or environment, printed without a traceback."""
+
+
+class KnobDatabaseError(GptunerError, ValueError):
+    """A knob database (all_build_routes JSON) is malformed or unreadable."""
+
+
+class ExpressionError(GptunerError, ValueError):
+    """A tunable expression or fixed route is invalid (trtexec's messages)."""
+
+
+class InvalidRouteError(ExpressionError):
+    """A fixed route names an unknown knob or a value the knob does not allow."""
+
+
+class TuningCacheError(GptunerError, ValueError):
+    """A trtexec tuning cache (JSONL) is malformed."""
+
+
+class StoreError(GptunerError, RuntimeError):
+    """The study store cannot be opened, read or written."""
+
+
+class StoreMismatchError(StoreError):
+    """A study is continued on a different model, software or device than it was recorded for."""
+
+
+class BackendUnavailableError(GptunerError, ImportError):
+    """A backend cannot run here (library missing, no device, feature disabled)."""
+
+
+class BackendError(GptunerError, RuntimeError):
+    """A backend failed to describe, build or run a model."""
+
+
+class StrategyError(GptunerError, ValueError):
+    """A search strategy name or option is invalid."""
+
+
+class DatasetError(GptunerError, ValueError):
+    """A dataset / reference-input file is missing, malformed or does not match the model."""
+
+
+class ConfigError(GptunerError, ValueError):
+    """A study configuration value is invalid."""
