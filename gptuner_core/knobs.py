@@ -31,16 +31,19 @@ if TYPE_CHECKING:
 def parse_allowed_values(text: str) -> tuple[str, ...] | None:
     """Values between the first ``[`` and the first ``]`` split on ``|``; ``None`` if unbounded.
 
-    Unbounded means: no bracket list at all (``-k=int32_t``) or a list containing ``...``.
+    Mirrors trtexec's ``parseAllowedValues``: pieces are trimmed of spaces/tabs and empty pieces
+    dropped. Unbounded means no bracket list (``-k=int32_t``), a ``]`` before the ``[``, a list
+    containing ``...``, or a list with no value at all.
     """
     start = text.find("[")
-    end = text.find("]", start + 1) if start >= 0 else -1
-    if start < 0 or end < 0:
+    end = text.find("]")
+    if start < 0 or end < 0 or end <= start:
         return None
     inner = text[start + 1 : end]
     if "..." in inner:
         return None
-    return tuple(v.strip(" \t") for v in inner.split("|"))
+    values = tuple(v for v in (p.strip(" \t") for p in inner.split("|")) if v)
+    return values or None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

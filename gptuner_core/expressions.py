@@ -1,0 +1,407 @@
+"""trtexec tunable expressions: grammar, exact messages, ``fast``/``full`` expansion.
+
+Grammar (``shared/reference/tensorrt-gpt.md`` §2.2, trtexec 11.1 ``sampleTuning.cpp``)::
+
+    -knob=[v1|v2|v3]   variable: the loop tries the listed values
+    -knob=value        fixed: pinned in every route
+
+Tokens are split on the ``' '`` character outside brackets only (a tab is not a separator);
+values inside brackets are trimmed of spaces and tabs around ``|``. The file form
+(``--tuneBuildRouteFile``) joins the file's lines with one space.
+
+Expansion (§2.3):
+
+* ``fast`` (and phase 1 of ``mixed``): index 0 is the baseline (variable knobs at their database
+  default, even when the default is not listed; fixed knobs at their value), then one-off variants,
+  knobs taken right to left (last knob first), values in listed order, the default skipped.
+* ``full``: the Cartesian product, last knob varying fastest (``itertools.product`` order).
+
+Counts are exact Python ints computed without enumerating; :meth:`Expression.iter_routes` is a
+lazy generator and :meth:`Expression.route_at` gives random access, so a 200-knob ``full`` space
+is never materialised.
+
+Example:
+    >>> expr = Expression.parse("-opt1=[on|off] -opt2=[0|1|2]", db)
+    >>> expr.count("fast"), expr.count("full")
+    (4, 6)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gptuner_core.errors import ExpressionError
+from gptuner_core.routes import Route
+
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from collections.abc import Iterator
+    from collections.abc import Sequence
+
+    from gptuner_core.knobs import KnobDatabase
+
+
+SEARCHES: tuple[str, ...] = ("fast", "full", "mixed")
+"""Search names as trtexec spells them (``--tuningSearch`` and the cache header)."""
+
+_TRIM = " \t"
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One expression token: a knob and its values.
+
+    ``variable`` is True for the bracket form (``-k=[a|b]``, even with a single value) and False
+    for a fixed value (``-k=v``, then ``values == (v,)``), exactly like trtexec's ``mIsFixed``.
+    """
+
+    name: str
+    values: tuple[str, ...]
+    variable: bool
+
+    def __str__(self) -> str:
+        if self.variable:
+            return f"{self.name}=[{'|'.join(self.values)}]"
+        return f"{self.name}={self.values[0]}"
+
+
+def tokenize(text: str) -> list[str]:
+    """Split on ``' '`` outside brackets (trtexec's ``BuildRouteExprParser::tokenize``)."""
+    tokens: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for c in text:
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        elif c == " " and depth == 0:
+            if current:
+                tokens.append("".join(current))
+                current = []
+            continue
+        current.append(c)
+    if current:
+        tokens.append("".join(current))
+    return tokens
+
+
+def split_values(inner: str) -> tuple[str, ...]:
+    """Split a bracket body on ``|``, trim spaces/tabs, drop empty pieces (``splitPipeDelimited``)."""
+    return tuple(v for v in (p.strip(_TRIM) for p in inner.split("|")) if v)
+
+
+def parse_term(token: str, db: KnobDatabase) -> Term:
+    """Parse one token with trtexec's checks, in trtexec's order, with its exact messages."""
+    eq = token.find("=")
+    if eq < 0:
+        msg = f"Invalid expression (no '='): {token}"
+        raise ExpressionError(msg)
+    name = token[:eq].strip(_TRIM)
+    knob = db.get(name)
+    if knob is None:
+        msg = f"Unknown knob: {name}"
+        raise ExpressionError(msg)
+    value_str = token[eq + 1 :]
+    start = value_str.find("[")
+    end = value_str.find("]")
+    if start >= 0 and end >= 0 and end > start:
+        if value_str[:start].strip(_TRIM):
+            msg = f"Invalid expression format (unexpected content before '['): {token}"
+            raise ExpressionError(msg)
+        if value_str[end + 1 :].strip(_TRIM):
+            msg = f"Invalid expression format (unexpected content after ']'): {token}"
+            raise ExpressionError(msg)
+        inner = value_str[start + 1 : end]
+        if "..." in inner:
+            msg = f"Unbounded expression not allowed: {token}"
+            raise ExpressionError(msg)
+        values = split_values(inner)
+        if not values:
+            msg = f"Empty value list in expression: {token}"
+            raise ExpressionError(msg)
+        seen: set[str] = set()
+        for v in values:
+            if v in seen:
+                msg = f"Duplicate value '{v}' in expression: {token}"
+                raise ExpressionError(msg)
+            seen.add(v)
+        if knob.values is None:
+            msg = f"Knob has unbounded values (int32_t): {name}"
+            raise ExpressionError(msg)
+        if not all(v in knob.values for v in values):
+            msg = f"Invalid value(s) for knob: {name}"
+            raise ExpressionError(msg)
+        return Term(name, values, True)
+    value = value_str.strip(_TRIM)
+    if value == "int32_t":
+        msg = f"Unbounded expression 'int32_t' not allowed: {token}"
+        raise ExpressionError(msg)
+    if knob.values is not None and value not in knob.values:
+        msg = f"Invalid value for knob: {name}={value}"
+        raise ExpressionError(msg)
+    return Term(name, (value,), False)
+
+
+def check_search(search: str) -> str:
+    """Return ``search`` if it is ``fast``, ``full`` or ``mixed``; else raise ExpressionError."""
+    if search not in SEARCHES:
+        msg = f"Unknown tuning search '{search}' (expected one of: fast, full, mixed)"
+        raise ExpressionError(msg)
+    return search
+
+
+class Expression:
+    """A parsed tunable expression bound to the database defaults of its knobs.
+
+    Build with :meth:`parse` or :meth:`from_file`. ``defaults[i]`` is the database default of
+    ``terms[i]`` (the fast baseline value of a variable knob).
+    """
+
+    __slots__ = ("_defaults", "_terms")
+
+    def __init__(self, terms: Sequence[Term], defaults: Sequence[str]) -> None:
+        if len(terms) != len(defaults):
+            msg = f"Expression: {len(terms)} terms but {len(defaults)} defaults"
+            raise ValueError(msg)
+        names = [t.name for t in terms]
+        dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if dup is not None:
+            msg = f"Knob listed more than once in expression: {dup} (expected each knob once)"
+            raise ExpressionError(msg)
+        for t in terms:
+            if not t.values:
+                msg = f"Empty value list in expression: {t.name}=[]"
+                raise ExpressionError(msg)
+        self._terms = tuple(terms)
+        self._defaults = tuple(defaults)
+
+    # -- construction ----------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str, db: KnobDatabase) -> Expression:
+        """Parse ``text`` against ``db``; raise :class:`ExpressionError` with trtexec's message.
+
+        Unlike trtexec, a knob named twice is refused (the route would set it twice).
+        """
+        if not isinstance(text, str):
+            msg = f"Expression must be a string (got {type(text).__name__})"
+            raise ExpressionError(msg)
+        if not text:
+            msg = "Empty input"
+            raise ExpressionError(msg)
+        tokens = tokenize(text)
+        if not tokens:
+            msg = "No expressions found"
+            raise ExpressionError(msg)
+        terms = [parse_term(tok, db) for tok in tokens]
+        return cls(terms, [db[t.name].default for t in terms])
+
+    @classmethod
+    def from_file(cls, path: str | Path, db: KnobDatabase) -> Expression:
+        """Read ``--tuneBuildRouteFile`` content: lines joined with one space, then :meth:`parse`."""
+        return cls.parse(read_expression_file(path), db)
+
+    # -- views -----------------------------------------------------------------------------
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        return self._terms
+
+    @property
+    def defaults(self) -> tuple[str, ...]:
+        """Database default of each term's knob, parallel to :attr:`terms`."""
+        return self._defaults
+
+    @property
+    def variable_terms(self) -> tuple[Term, ...]:
+        """Terms in bracket form (``-k=[...]``), the ones the search varies."""
+        return tuple(t for t in self._terms if t.variable)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self._terms)
+
+    def baseline_values(self) -> tuple[str, ...]:
+        """Per term: the fixed value, or the database default for a variable knob."""
+        return tuple(
+            d if t.variable else t.values[0]
+            for t, d in zip(self._terms, self._defaults, strict=True)
+        )
+
+    def baseline(self) -> Route:
+        """Route at fast index 0."""
+        return self._route(self.baseline_values())
+
+    def _route(self, values: Iterable[str]) -> Route:
+        return Route(tuple(zip(self.names, values, strict=True)))
+
+    # -- counting --------------------------------------------------------------------------
+    def _variants(self) -> list[tuple[int, tuple[str, ...]]]:
+        """Per variable term (right to left): its index and its non-default values."""
+        out = []
+        for i in range(len(self._terms) - 1, -1, -1):
+            t = self._terms[i]
+            if t.variable:
+                vals = tuple(v for v in t.values if v != self._defaults[i])
+                if vals:
+                    out.append((i, vals))
+        return out
+
+    def count(self, search: str = "fast") -> int:
+        """Number of routes (``mixed``: phase 1 only, as trtexec reports it). Exact int."""
+        check_search(search)
+        if not self._terms:
+            return 0
+        if search == "full":
+            return math.prod(len(t.values) for t in self._terms)
+        return 1 + sum(len(vals) for _, vals in self._variants())
+
+    # -- expansion -------------------------------------------------------------------------
+    def iter_routes(self, search: str = "fast") -> Iterator[Route]:
+        """Lazily yield routes in trtexec order (``mixed``: phase 1 = ``fast``)."""
+        check_search(search)
+        if not self._terms:
+            return
+        if search == "full":
+            for combo in itertools.product(*(t.values for t in self._terms)):
+                yield self._route(combo)
+            return
+        base = list(self.baseline_values())
+        yield self._route(base)
+        for i, vals in self._variants():
+            for v in vals:
+                row = list(base)
+                row[i] = v
+                yield self._route(row)
+
+    def varied_at(self, index: int) -> tuple[str, str] | None:
+        """For fast/mixed index ``index``: ``(knob, value)`` it varies, ``None`` for the baseline.
+
+        trtexec's ``identifyVariedKnob``; mixed search uses it to find "positive" knobs.
+        """
+        self._check_index("fast", index)
+        if index == 0:
+            return None
+        remaining = index - 1
+        for i, vals in self._variants():
+            if remaining < len(vals):
+                return self._terms[i].name, vals[remaining]
+            remaining -= len(vals)
+        raise AssertionError("unreachable: index checked against count")
+
+    def route_at(self, search: str, index: int) -> Route:
+        """The ``index``-th route of ``iter_routes(search)`` without iterating (mixed radix)."""
+        check_search(search)
+        self._check_index(search, index)
+        if search == "full":
+            values: list[str] = [""] * len(self._terms)
+            rest = index
+            for j in range(len(self._terms) - 1, -1, -1):
+                vals = self._terms[j].values
+                rest, r = divmod(rest, len(vals))
+                values[j] = vals[r]
+            return self._route(values)
+        base = list(self.baseline_values())
+        varied = self.varied_at(index)
+        if varied is not None:
+            base[self.names.index(varied[0])] = varied[1]
+        return self._route(base)
+
+    def _check_index(self, search: str, index: int) -> None:
+        if isinstance(index, bool) or not isinstance(index, int):
+            msg = f"route index must be an int (got {type(index).__name__})"
+            raise TypeError(msg)
+        total = self.count(search)
+        if not 0 <= index < total:
+            msg = f"Index {index} is out of range [0, {total})"
+            raise IndexError(msg)
+
+    # -- text ------------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return " ".join(str(t) for t in self._terms)
+
+    def __repr__(self) -> str:
+        return f"Expression({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Expression)
+            and self._terms == other._terms
+            and self._defaults == other._defaults
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._terms, self._defaults))
+
+
+def mixed_phase2(expr: Expression, positive_knobs: Iterable[str]) -> Expression:
+    """Phase 2 of ``mixed``: expand it with ``full``.
+
+    Positive variable knobs keep all their listed values; every other knob is pinned (fixed) to
+    its baseline value (trtexec's ``buildMixedPhase2Context``). trtexec runs phase 2 only when
+    more than one knob is positive; that decision belongs to the caller. Phase 2 is not
+    de-duplicated against phase 1 (its all-baseline route repeats phase-1 iteration 0).
+    """
+    positive = set(positive_knobs)
+    unknown = sorted(positive - set(expr.names))
+    if unknown:
+        msg = (
+            f"mixed phase 2: positive knob(s) not in the expression: {', '.join(unknown)} "
+            f"(expression knobs: {' '.join(expr.names)})"
+        )
+        raise ExpressionError(msg)
+    terms = []
+    for t, base in zip(expr.terms, expr.baseline_values(), strict=True):
+        if t.variable and t.name in positive:
+            terms.append(t)
+        else:
+            terms.append(Term(t.name, (base,), False))
+    return Expression(terms, expr.defaults)
+
+
+def dry_run_lines(
+    expr: Expression, search: str = "fast", limit: int | None = None
+) -> Iterator[str]:
+    """``[i]:<route>`` lines as ``trtexec --dryRun`` prints them (at most ``limit``)."""
+    routes = expr.iter_routes(search)
+    if limit is not None:
+        routes = itertools.islice(routes, limit)
+    for i, route in enumerate(routes):
+        yield f"[{i}]:{route}"
+
+
+# -- expression files (--tuneBuildRouteFile) -----------------------------------------------
+def read_expression_file(path: str | Path) -> str:
+    """File content with its lines joined by one space (``\\r`` line ends are tolerated)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        msg = f"expression file '{p}': cannot read file ({exc.strerror or exc})"
+        raise ExpressionError(msg) from None
+    except UnicodeDecodeError:
+        msg = f"expression file '{p}': expected UTF-8 text (got binary data)"
+        raise ExpressionError(msg) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return " ".join(line.removesuffix("\r") for line in lines)
+
+
+def write_expression_file(path: str | Path, expr_or_text: Expression | str) -> None:
+    """Write one token per line (the README's layout); reading it back gives the same tokens."""
+    tokens = (
+        [str(t) for t in expr_or_text.terms]
+        if isinstance(expr_or_text, Expression)
+        else tokenize(expr_or_text)
+    )
+    p = Path(path)
+    try:
+        p.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
+    except OSError as exc:
+        msg = f"expression file '{p}': cannot write file ({exc.strerror or exc})"
+        raise ExpressionError(msg) from None
