@@ -1,0 +1,138 @@
+"""The command contract and helpers shared by every ``gptuner`` sub-command.
+
+A command is a small class: ``name``, ``help``, ``add_arguments(parser)`` and ``run(args) -> int``.
+It does nothing the library cannot do; it parses arguments, calls the library and prints.
+User errors are raised as :class:`~gptuner_core.errors.GptunerError` subclasses; ``main`` prints
+them as one ``gptuner: error: ...`` line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import ClassVar
+from typing import TextIO
+
+from gptuner_core.errors import GptunerError
+
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gptuner_core.knobs import KnobDatabase
+
+
+class UsageError(GptunerError, ValueError):
+    """A command line is invalid (missing/conflicting options, bad value)."""
+
+
+class Command:
+    """One ``gptuner`` sub-command.
+
+    Subclasses set ``name`` and ``help`` and override :meth:`add_arguments` and :meth:`run`.
+    """
+
+    name: ClassVar[str] = ""
+    help: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    #: options taking a value that may start with '-' (``--expr -k=[a|b]``): joined as ``--opt=v``
+    value_options: ClassVar[tuple[str, ...]] = ()
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Declare the command's arguments on its own sub-parser."""
+
+    def normalize_argv(self, argv: list[str]) -> list[str]:
+        """Rewrite the command's own arguments before parsing.
+
+        The default joins ``--opt VALUE`` into ``--opt=VALUE`` for :attr:`value_options`, so a
+        value that starts with a dash (an expression, a knob name) is not taken for an option.
+        """
+        out: list[str] = []
+        i = 0
+        while i < len(argv):
+            arg = argv[i]
+            if arg == "--":
+                out.extend(argv[i:])
+                break
+            if arg in self.value_options and i + 1 < len(argv):
+                out.append(f"{arg}={argv[i + 1]}")
+                i += 2
+                continue
+            out.append(arg)
+            i += 1
+        return out
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Do the work; return the exit status. Raise GptunerError for user errors."""
+        raise NotImplementedError
+
+
+# -- knob databases -----------------------------------------------------------------------
+def add_knob_db_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--knob-db FILE`` or ``--backend NAME --model FILE``."""
+    group = parser.add_argument_group("knob database (one source)")
+    group.add_argument(
+        "--knob-db", metavar="FILE", help="all_build_routes JSON file (TensorRT schema)"
+    )
+    group.add_argument(
+        "--backend", metavar="NAME", help="ask this backend to describe --model's knobs"
+    )
+    group.add_argument("--model", metavar="FILE", help="model file the backend describes")
+
+
+def load_knob_db(args: argparse.Namespace) -> KnobDatabase:
+    """Load the database named by ``--knob-db`` or by ``--backend``/``--model``."""
+    from gptuner_core.knobs import KnobDatabase
+
+    knob_db = getattr(args, "knob_db", None)
+    backend = getattr(args, "backend", None)
+    model = getattr(args, "model", None)
+    if knob_db and (backend or model):
+        msg = "use either --knob-db FILE or --backend NAME --model FILE, not both"
+        raise UsageError(msg)
+    if knob_db:
+        return KnobDatabase.from_file(knob_db)
+    if model is None:
+        if backend:
+            msg = f"--backend {backend} needs --model FILE (the model whose knobs to describe)"
+        else:
+            msg = "a knob database is needed: give --knob-db FILE or --backend NAME --model FILE"
+        raise UsageError(msg)
+    path = Path(model)
+    if not path.exists():
+        msg = f"--model '{path}': file not found"
+        raise UsageError(msg)
+    from gptuner_core.backends import default_backend_name
+    from gptuner_core.backends import get_backend
+
+    name = backend or default_backend_name()
+    return get_backend(name).describe(path)
+
+
+# -- output -------------------------------------------------------------------------------
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """Left-aligned text columns separated by two spaces (no pandas)."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        lines.append(line.rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def print_table(
+    headers: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO | None = None
+) -> None:
+    out = out or sys.stdout
+    for line in format_table(headers, rows):
+        print(line, file=out)
+
+
+def shorten(text: str, width: int) -> str:
+    """One line of at most ``width`` characters, ``...`` when cut."""
+    one = " ".join(text.split())
+    return one if len(one) <= width else one[: max(width - 3, 0)] + "..."
