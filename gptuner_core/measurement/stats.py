@@ -1,0 +1,289 @@
+"""Statistics on latency samples: summaries, confidence intervals, speed-ups, ranking.
+
+Everything here is a pure function of its inputs (and a seed), built on scipy where scipy has the
+tool: the distribution-free confidence interval of the median uses the binomial distribution of
+order statistics (``scipy.stats.binom``), bootstrap intervals use ``scipy.stats.bootstrap``, the
+coefficient of variation ``scipy.stats.variation``.
+
+Timing distributions are skewed and often multimodal, so the *median* is the location we compare
+(not the mean, which one outlier moves, and not the minimum, which invites "lucky-min" winners).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
+
+import numpy as np
+
+from gptuner_core.errors import ConfigError
+from gptuner_core.records import LatencyStats
+
+
+if TYPE_CHECKING:
+    from gptuner_core.records import CandidateRecord
+
+
+def _as_samples(samples: Iterable[float], what: str = "samples") -> np.ndarray:
+    arr = np.asarray(list(samples) if not isinstance(samples, np.ndarray) else samples, float)
+    if arr.ndim != 1 or arr.size == 0:
+        msg = f"{what} must be a non-empty 1-D sequence of numbers (got shape {arr.shape})"
+        raise ConfigError(msg)
+    if not np.all(np.isfinite(arr)):
+        msg = f"{what} must be finite numbers (got {int(np.sum(~np.isfinite(arr)))} NaN/inf)"
+        raise ConfigError(msg)
+    return arr
+
+
+def _check_confidence(confidence: float) -> None:
+    if not (isinstance(confidence, int | float) and 0.0 < float(confidence) < 1.0):
+        msg = f"confidence must be a number strictly between 0 and 1 (got {confidence!r})"
+        raise ConfigError(msg)
+
+
+@functools.lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
+    """0-based ranks ``(lo, hi)`` of the order statistics bounding the median, and their coverage.
+
+    The number of samples below the true median is Binomial(n, 1/2), so ``[x_(l), x_(n-l+1)]``
+    (1-based) covers the median with probability ``1 - 2 * F(l - 1)``. ``l`` is the largest rank
+    whose coverage still reaches ``confidence``. Below about 6 samples no rank reaches 95 %; the
+    extremes ``[min, max]`` are returned with their (lower) true coverage.
+    """
+    from scipy.stats import binom
+
+    alpha = 1.0 - confidence
+    # Smallest k with F(k) >= alpha/2; then l = k gives F(l-1) < alpha/2 (coverage >= confidence).
+    l1 = int(binom.ppf(alpha / 2.0, n, 0.5))
+    l1 = max(1, min(l1, (n + 1) // 2))
+    coverage = 1.0 - 2.0 * float(binom.cdf(l1 - 1, n, 0.5))
+    return l1 - 1, n - l1, coverage
+
+
+def median_ci(
+    samples: Sequence[float] | np.ndarray, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median (order statistics, exact binomial)."""
+    _check_confidence(confidence)
+    arr = np.sort(_as_samples(samples))
+    lo, hi, _ = median_ci_ranks(arr.size, float(confidence))
+    return float(arr[lo]), float(arr[hi])
+
+
+def relative_half_width(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> float:
+    """Half-width of the median's CI divided by the median (0 for a constant sample)."""
+    arr = _as_samples(samples)
+    lo, hi = median_ci(arr, confidence)
+    if hi == lo:
+        return 0.0
+    med = float(np.median(arr))
+    if med <= 0.0:
+        return math.inf
+    return (hi - lo) / 2.0 / med
+
+
+def summarize(
+    samples_ms: Sequence[float] | np.ndarray,
+    calls_per_sample: int = 1,
+    *,
+    confidence: float = 0.95,
+    warmup_calls: int = 0,
+    stop_reason: str = "",
+    wall_s: float = 0.0,
+) -> LatencyStats:
+    """Summarize per-call latency samples (ms) into a :class:`~gptuner_core.records.LatencyStats`.
+
+    Args:
+        samples_ms: one value per sample, already divided by ``calls_per_sample`` (per-call ms).
+        calls_per_sample: how many back-to-back calls each sample timed (recorded, not applied).
+        confidence: level of the median's CI (distribution-free, see :func:`median_ci`).
+        warmup_calls, stop_reason, wall_s: recorded as given.
+
+    Returns:
+        median, mean, min, p5/p95/p99, CV (sample std / mean, 0 for one sample) and the CI.
+    """
+    from scipy.stats import variation
+
+    arr = _as_samples(samples_ms, "samples_ms")
+    if not (isinstance(calls_per_sample, int) and calls_per_sample >= 1):
+        msg = f"calls_per_sample must be an integer >= 1 (got {calls_per_sample!r})"
+        raise ConfigError(msg)
+    lo, hi = median_ci(arr, confidence)
+    p5, p95, p99 = np.percentile(arr, [5.0, 95.0, 99.0])
+    mean = float(np.mean(arr))
+    cv = float(variation(arr, ddof=1)) if arr.size > 1 and mean > 0 else 0.0
+    return LatencyStats(
+        median_ms=float(np.median(arr)),
+        mean_ms=mean,
+        min_ms=float(np.min(arr)),
+        p5_ms=float(p5),
+        p95_ms=float(p95),
+        p99_ms=float(p99),
+        cv=cv if math.isfinite(cv) else 0.0,
+        ci_low_ms=lo,
+        ci_high_ms=hi,
+        n_samples=int(arr.size),
+        calls_per_sample=calls_per_sample,
+        warmup_calls=warmup_calls,
+        stop_reason=stop_reason,
+        wall_s=float(wall_s),
+    )
+
+
+def bootstrap_ci(
+    samples: Sequence[float] | np.ndarray,
+    statistic: Callable[..., Any] = np.median,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    method: str = "percentile",
+) -> tuple[float, float]:
+    """Bootstrap confidence interval of ``statistic`` over one sample (``scipy.stats.bootstrap``).
+
+    ``statistic`` must accept ``axis=`` (numpy reductions do). A constant sample returns
+    ``(value, value)`` instead of scipy's degenerate NaN interval.
+    """
+    from scipy.stats import bootstrap
+
+    _check_confidence(confidence)
+    arr = _as_samples(samples)
+    if np.all(arr == arr[0]):
+        v = float(statistic(arr))
+        return v, v
+    res = bootstrap(
+        (arr,),
+        statistic,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method=method,
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedupEstimate:
+    """Speed-up of a candidate over the default: ``default latency / candidate latency``.
+
+    ``point > 1`` means the candidate is faster; ``(low, high)`` is the confidence interval.
+    """
+
+    point: float
+    low: float
+    high: float
+    confidence: float = 0.95
+    method: str = ""
+    n_default: int = 0
+    n_candidate: int = 0
+
+    def significant(self, min_effect: float = 0.01) -> bool:
+        """True when even the CI's lower bound beats the default by more than ``min_effect``."""
+        return self.low > 1.0 + min_effect
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "point": self.point,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "method": self.method,
+            "n_default": self.n_default,
+            "n_candidate": self.n_candidate,
+        }
+
+    def __str__(self) -> str:
+        pct = round(self.confidence * 100)
+        return f"{self.point:.3f}x, {pct}% CI [{self.low:.3f}, {self.high:.3f}]"
+
+
+def _ratio_of_medians(default: np.ndarray, candidate: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(default, axis=axis) / np.median(candidate, axis=axis)
+
+
+def speedup(
+    default_samples: Sequence[float] | np.ndarray,
+    candidate_samples: Sequence[float] | np.ndarray,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    n_resamples: int = 2000,
+) -> SpeedupEstimate:
+    """Ratio of medians ``default / candidate`` with a two-sample bootstrap CI (> 1 = faster).
+
+    The two samples are resampled independently (``scipy.stats.bootstrap``, unpaired, percentile
+    method). The interval reflects the noise *inside* the two measurement windows only; the
+    variation between processes is larger, which is why a winner is declared only after
+    :func:`gptuner_core.measurement.revalidate`.
+    """
+    from scipy.stats import bootstrap
+
+    _check_confidence(confidence)
+    d = _as_samples(default_samples, "default_samples")
+    c = _as_samples(candidate_samples, "candidate_samples")
+    if np.any(d <= 0) or np.any(c <= 0):
+        msg = "latency samples must be > 0 ms to form a speed-up ratio (got a value <= 0)"
+        raise ConfigError(msg)
+    point = float(np.median(d) / np.median(c))
+    if np.all(d == d[0]) and np.all(c == c[0]):
+        low = high = point
+    else:
+        # Very long samples make the (n_resamples x n) resampling matrix large: batch it.
+        batch = max(1, min(n_resamples, 4_000_000 // max(d.size, c.size)))
+        res = bootstrap(
+            (d, c),
+            _ratio_of_medians,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            batch=batch,
+            rng=np.random.default_rng(seed),
+        )
+        low = float(res.confidence_interval.low)
+        high = float(res.confidence_interval.high)
+        # The percentile interval of a discrete statistic can exclude the point by a hair.
+        low, high = min(low, point), max(high, point)
+    return SpeedupEstimate(
+        point=point,
+        low=low,
+        high=high,
+        confidence=float(confidence),
+        method="bootstrap ratio of medians (within-window)",
+        n_default=int(d.size),
+        n_candidate=int(c.size),
+    )
+
+
+def rank(
+    records: Iterable[CandidateRecord],
+    *,
+    k: int | None = None,
+    exclude: Iterable[int] = (),
+) -> list[int]:
+    """Numbers of the eligible candidates, fastest median first (ties: lower number first).
+
+    Args:
+        records: candidate records; those not ``eligible`` (failed, gated, no latency) are skipped.
+        k: keep only the first ``k`` (the top-K for :func:`revalidate`); ``None`` keeps all.
+        exclude: numbers to leave out (typically the default route, 0).
+    """
+    if k is not None and (not isinstance(k, int) or k < 0):
+        msg = f"k must be a non-negative integer or None (got {k!r})"
+        raise ConfigError(msg)
+    skip = set(exclude)
+    keyed = [
+        (r.latency.median_ms, r.number)
+        for r in records
+        if r.eligible and r.latency is not None and r.number not in skip
+    ]
+    ordered = [number for _, number in sorted(keyed)]
+    return ordered if k is None else ordered[:k]
