@@ -34,6 +34,11 @@ _COMMANDS: dict[str, str] = {
     "knobs-diff": "gptuner_core.cli.knobs:KnobsDiffCommand",
     "dry-run": "gptuner_core.cli.dry_run:DryRunCommand",
     "cache": "gptuner_core.cli.cache:CacheCommand",
+    "tune": "gptuner_core.cli.tune:TuneCommand",
+    "show": "gptuner_core.cli.show:ShowCommand",
+    "stop": "gptuner_core.cli.show:StopCommand",
+    "export": "gptuner_core.cli.export:ExportCommand",
+    "import": "gptuner_core.cli.export:ImportCommand",
 }
 
 

@@ -1,0 +1,141 @@
+"""What runs inside a candidate's child process (see ``isolation``).
+
+``run_candidate`` builds a route, stops early when the artifact is a duplicate of an earlier one,
+runs the study's inputs for the accuracy gate (``outputs.npz``) and measures latency.
+``remeasure`` loads an existing artifact in a fresh process and measures it again (interleaved
+re-validation, drift sentinel, racing). Both return JSON-able dicts; the parent classifies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gptuner_core.fingerprint import file_sha256
+
+
+def load_backend(spec: str, options: dict[str, Any]):  # noqa: ANN201 - Backend, imported lazily
+    """A registry name or ``module:Class``."""
+    if ":" in spec:
+        module_name, _, cls_name = spec.partition(":")
+        return getattr(importlib.import_module(module_name), cls_name)(options)
+    from gptuner_core.backends import get_backend
+
+    return get_backend(spec, options)
+
+
+def artifact_key(sha256: str, info: dict[str, Any]) -> str:
+    """Identity for duplicate detection: artifact bytes plus any runtime configuration that
+    is applied at load time and so is not in the bytes (e.g. ONNX Runtime session options)."""
+    runtime = info.get("runtime_config")
+    if not runtime:
+        return sha256
+    blob = json.dumps(runtime, sort_keys=True).encode()
+    return hashlib.sha256(sha256.encode() + b"\0" + blob).hexdigest()
+
+
+def _npz(path: str | None) -> dict[str, np.ndarray] | None:
+    if not path:
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _batches(inputs: dict[str, np.ndarray], batch_size: int):  # noqa: ANN202
+    n = len(next(iter(inputs.values())))
+    for start in range(0, n, batch_size):
+        yield {k: v[start : start + batch_size] for k, v in inputs.items()}
+
+
+def _measure(runner: Any, job: dict[str, Any]) -> dict[str, Any]:
+    from gptuner_core.measurement import SamplingSettings
+    from gptuner_core.measurement import measure
+
+    inputs = _npz(job["inputs"]) or {}
+    bs = int(job["batch_size"])
+    runner.prepare({k: v[:bs] for k, v in inputs.items()})
+    settings = SamplingSettings(**job.get("measurement", {}))
+    scale = float(job.get("measure_scale", 1.0))
+    if scale != 1.0:
+        settings = settings.scaled(scale)
+    t0 = time.perf_counter()
+    result = measure(runner.time_calls, settings, telemetry=runner.telemetry)
+    return {
+        "latency": result.stats.to_json(),
+        "samples_ms": list(result.samples_ms),
+        "telemetry": result.telemetry,
+        "measure_time_s": time.perf_counter() - t0,
+    }
+
+
+def run_candidate(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    from gptuner_core.routes import Route
+
+    backend = load_backend(job["backend"], job.get("backend_options", {}))
+    route = Route.parse(job["route"])
+    calibration = _npz(job.get("calibration"))
+    phase("build")
+    t0 = time.perf_counter()
+    build = backend.build(Path(job["model"]), route, workdir / "artifact", calibration=calibration)
+    build_time = time.perf_counter() - t0
+    sha = file_sha256(build.artifact)
+    size = (
+        sum(f.stat().st_size for f in build.artifact.rglob("*") if f.is_file())
+        if build.artifact.is_dir()
+        else build.artifact.stat().st_size
+    )
+    key = artifact_key(sha, build.info)
+    result: dict[str, Any] = {
+        "status": "ok",
+        "effective_route": build.effective_route,
+        "info": build.info,
+        "artifact": str(build.artifact),
+        "sha256": sha,
+        "artifact_key": key,
+        "size": size,
+        "build_time_s": build_time,
+    }
+    known = job.get("known_artifacts", {})
+    if key in known:
+        result["status"] = "duplicate"
+        result["duplicate_of"] = known[key]
+        return result
+    phase("measure")
+    with backend.load(build) as runner:
+        inputs = _npz(job["inputs"]) or {}
+        collected: dict[str, list[np.ndarray]] = {}
+        for feed in _batches(inputs, int(job["batch_size"])):
+            for name, value in runner.infer(feed).items():
+                collected.setdefault(name, []).append(np.asarray(value))
+        outputs = {k: np.concatenate(v, axis=0) for k, v in collected.items()}
+        np.savez(workdir / "outputs.npz", **outputs)
+        result.update(_measure(runner, job))
+    return result
+
+
+def remeasure(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    from gptuner_core.backends import BuildResult
+    from gptuner_core.routes import Route
+
+    backend = load_backend(job["backend"], job.get("backend_options", {}))
+    build = BuildResult(
+        artifact=Path(job["artifact"]),
+        effective_route=job.get("effective_route") or job["route"],
+        info=job.get("info", {}),
+    )
+    phase("build")
+    if getattr(backend, "reload_by_rebuilding", False):
+        build = backend.build(
+            Path(job["model"]), Route.parse(job["route"]), workdir / "artifact",
+            calibration=_npz(job.get("calibration")),
+        )
+    phase("measure")
+    with backend.load(build) as runner:
+        return _measure(runner, job)

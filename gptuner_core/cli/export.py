@@ -1,0 +1,43 @@
+"""``gptuner export`` (study -> trtexec tuning cache) and ``gptuner import`` (the reverse)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gptuner_core.cli._base import Command
+
+
+class ExportCommand(Command):
+    name = "export"
+    help = "export a study as a trtexec tuning cache (JSONL)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("study", metavar="DIR")
+        parser.add_argument("--trtexec-cache", required=True, metavar="FILE",
+                            help="write the study here in trtexec's --tuningCacheFile format")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from gptuner_core.interop import study_to_cache
+        from gptuner_core.storage import open_store
+
+        with open_store(args.study, readonly=True) as store:
+            cache = study_to_cache(store)
+        cache.write(args.trtexec_cache)
+        print(f"wrote {len(cache.rows)} rows to {args.trtexec_cache}")
+        return 0
+
+
+class ImportCommand(Command):
+    name = "import"
+    help = "import a trtexec tuning cache (JSONL) as a new study"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("cache", metavar="FILE", help="trtexec --tuningCacheFile output")
+        parser.add_argument("--study", required=True, metavar="DIR", help="new study folder")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from gptuner_core.interop import import_cache
+
+        n = import_cache(args.cache, args.study)
+        print(f"imported {n} rows into {args.study}")
+        return 0

@@ -1,0 +1,111 @@
+"""``gptuner show`` (ranked table of a study) and ``gptuner stop`` (request a stop)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gptuner_core.cli._base import Command
+
+
+def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
+    """Header facts and ranked rows: eligible by median latency, then the excluded."""
+    from gptuner_core.storage import open_store
+
+    with open_store(study, readonly=True) as store:
+        records = store.candidates()
+        meta = {
+            "status": store.get_meta("status", "?"),
+            "message": store.get_meta("status_message", ""),
+            "winner": store.get_meta("winner"),
+            "health": store.get_meta("health"),
+            "config": store.config(),
+        }
+    eligible = sorted(
+        (r for r in records if r.eligible), key=lambda r: r.latency.median_ms  # type: ignore[union-attr]
+    )
+    others = [r for r in records if not r.eligible]
+    rows = []
+    for rank, r in enumerate(eligible + others, 1):
+        lat = r.latency
+        ci = f"[{r.speedup_ci[0]:.3f}, {r.speedup_ci[1]:.3f}]" if r.speedup_ci else ""
+        acc = ""
+        if r.accuracy is not None:
+            worst = max(r.accuracy.losses.values(), default=0.0)
+            acc = f"{r.accuracy.metric}={worst:.3g}"
+            if r.accuracy.task_metric is not None:
+                acc += f" {r.accuracy.task_metric_name or 'task'}={r.accuracy.task_metric:.4f}"
+        rows.append([
+            str(rank) if r.eligible else "-",
+            str(r.number),
+            r.state.value,
+            f"{lat.median_ms:.4f}" if lat else "",
+            f"{r.speedup:.3f}x" if r.speedup else "",
+            ci,
+            acc,
+            r.requested_route or "(default)",
+            (r.error or "")[:80],
+        ])
+    return meta, rows
+
+
+def print_ranking(study: str | Path, limit: int | None = None) -> None:
+    meta, rows = ranking_rows(study)
+    header = ["rank", "#", "state", "median ms", "speedup", "95% CI", "accuracy", "route", "error"]
+    shown = rows if limit is None else rows[:limit]
+    widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    for r in shown:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if limit is not None and len(rows) > limit:
+        print(f"... {len(rows) - limit} more (gptuner show {study})")
+    winner = meta.get("winner")
+    if winner:
+        print(f"winner: #{winner.get('number')} {winner.get('message', '')}")
+
+
+class ShowCommand(Command):
+    name = "show"
+    help = "ranked table of a study's candidates"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("study", metavar="DIR")
+        parser.add_argument("--limit", type=int)
+        parser.add_argument("--json", action="store_true", help="print the records as JSON lines")
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.json:
+            from gptuner_core.storage import open_store
+
+            with open_store(args.study, readonly=True) as store:
+                for rec in store.candidates():
+                    print(json.dumps(rec.to_json()))
+            return 0
+        meta, _ = ranking_rows(args.study)
+        cfg = meta["config"]
+        print(f"study {args.study}: {meta['status']}  backend={cfg.get('backend')}  "
+              f"search={cfg.get('search')}  model={cfg.get('model')}")
+        if meta["message"]:
+            print(meta["message"])
+        print_ranking(args.study, limit=args.limit)
+        health = meta.get("health")
+        if isinstance(health, dict):
+            for w in health.get("warnings", []):
+                print(f"measurement health: {w}")
+        return 0
+
+
+class StopCommand(Command):
+    name = "stop"
+    help = "ask a running study to stop after its current candidate"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("study", metavar="DIR")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from gptuner_core.launch import request_stop
+
+        request_stop(Path(args.study))
+        print(f"stop requested for {args.study}")
+        return 0

@@ -1,0 +1,228 @@
+"""``gptuner tune``: run (or continue) a study in the foreground, with a progress line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.cli._base import Command
+from gptuner_core.cli._base import UsageError
+
+
+if TYPE_CHECKING:
+    from gptuner_core.tuner import Progress
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``10m``, ``1.5h`` -> seconds."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", text)
+    if not m:
+        msg = f"--time-budget must look like 90, 90s, 10m or 1.5h (got {text!r})"
+        raise UsageError(msg)
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def parse_kv(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """``key=value`` pairs; values parsed as JSON when they are JSON (numbers, true/false)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            msg = f"{flag} takes key=value (got {item!r})"
+            raise UsageError(msg)
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class ProgressPrinter:
+    """A one-line progress bar on a TTY; one line per candidate otherwise (CI logs)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last_done = -1
+
+    def __call__(self, p: Progress) -> None:
+        total = p.total if p.total is not None else "?"
+        best = f"{p.best_speedup:.3f}x" if p.best_speedup else "-"
+        if isinstance(p.total, int) and p.total > 0:
+            filled = int(20 * min(p.done / p.total, 1.0))
+            bar = "[" + "#" * filled + "." * (20 - filled) + "] "
+        else:
+            bar = ""
+        line = f"{bar}{p.done}/{total} routes  best {best}  ETA {_fmt_eta(p.eta_s)}"
+        if p.phase not in ("", "idle"):
+            line += f"  {p.phase}: {p.current[:60]}"
+        if self.tty:
+            self.stream.write("\r" + line.ljust(110)[:110])
+            self.stream.flush()
+        elif p.last is not None and p.done != self._last_done:
+            self._last_done = p.done
+            last = p.last
+            lat = f"{last.latency.median_ms:.3f} ms" if last.latency else "-"
+            self.stream.write(
+                f"[{last.number}] {last.state.value:<15} {lat:>12}  {last.requested_route or '(default)'}"
+                f"   ({p.done}/{total}, best {best}, ETA {_fmt_eta(p.eta_s)})\n"
+            )
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+
+
+def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
+    from gptuner_core.backends import default_backend_name
+    from gptuner_core.expressions import read_expression_file
+    from gptuner_core.study import StudyConfig
+
+    if args.expr is not None and args.expr_file is not None:
+        msg = "--expr and --expr-file are mutually exclusive"
+        raise UsageError(msg)
+    expression = args.expr or ""
+    if args.expr_file:
+        expression = read_expression_file(args.expr_file)
+    model = args.model
+    if model is None:
+        msg = "MODEL is required for a new study (a model file, or module:factory for torch)"
+        raise UsageError(msg)
+    if ":" not in model or Path(model).exists():
+        if not Path(model).exists():
+            msg = f"model file '{model}' does not exist"
+            raise UsageError(msg)
+        model = str(Path(model).resolve())
+    dataset = str(Path(args.dataset).resolve()) if args.dataset else None
+    if dataset and not Path(dataset).exists():
+        msg = f"dataset file '{args.dataset}' does not exist (expected an .npz of named inputs)"
+        raise UsageError(msg)
+    return StudyConfig(
+        model=model,
+        backend=args.backend or default_backend_name(),
+        backend_options=parse_kv(args.backend_option, "--backend-option"),
+        expression=expression,
+        search=args.search,
+        strategy_options=parse_kv(args.strategy_option, "--strategy-option"),
+        seed=args.seed,
+        dataset=dataset,
+        batch_size=args.batch_size,
+        metric=args.metric,
+        atol=args.atol,
+        rtol=args.rtol,
+        epsilon=args.epsilon,
+        task_metric=args.task_metric,
+        max_task_drop=args.max_task_drop,
+        max_candidates=args.max_candidates,
+        time_budget_s=parse_duration(args.time_budget) if args.time_budget else None,
+        target_speedup=args.target_speedup,
+        build_timeout_s=args.build_timeout,
+        measure_timeout_s=args.measure_timeout,
+        measurement=parse_kv(args.measure_option, "--measure-option"),
+        revalidate_top_k=args.revalidate_top_k,
+        revalidate_rounds=args.revalidate_rounds,
+        min_effect=args.min_effect,
+        drift_every=args.drift_every,
+        keep_artifacts=not args.discard_artifacts,
+        output=str(Path(args.output).resolve()) if args.output else None,
+    )
+
+
+class TuneCommand(Command):
+    name = "tune"
+    help = "tune a model's build routes into a study folder (or --continue one)"
+    description = (
+        "Expand a tunable expression into routes, build each in an isolated process, gate on\n"
+        "accuracy, measure latency, and report the fastest eligible route vs the default.\n\n"
+        "example:\n  gptuner tune assets/mlp_digits.onnx --dataset assets/mlp_digits_eval.npz \\\n"
+        "      --expr '-quant:mode=[off|qdq|dynamic]' --search fast --study runs/mlp"
+    )
+    value_options = ("--expr",)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from gptuner_core.strategies import strategy_names
+
+        parser.add_argument("model", nargs="?", help="model file (ONNX) or module:factory")
+        parser.add_argument("--study", required=True, metavar="DIR", help="study folder")
+        parser.add_argument("--continue", dest="resume", action="store_true",
+                            help="resume the study in --study (settings come from the study)")
+        parser.add_argument("--force", action="store_true",
+                            help="continue even if model/software/device changed (recorded)")
+        parser.add_argument("--backend", help="backend name (default: tensorrt if available, else onnxruntime)")
+        parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE")
+        parser.add_argument("--expr", help="tunable expression, e.g. '-k=[a|b] -other=v'")
+        parser.add_argument("--expr-file", metavar="FILE", help="expression file (lines joined)")
+        parser.add_argument("--search", default="fast", choices=strategy_names(),
+                            help="search strategy (default: fast)")
+        parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--dataset", metavar="NPZ", help="named inputs (+ labels) as .npz")
+        parser.add_argument("--batch-size", type=int, default=1)
+        parser.add_argument("--metric", default="l2", choices=["l0", "l1", "l2", "lInf", "cos"])
+        parser.add_argument("--atol", type=float, default=1e-5)
+        parser.add_argument("--rtol", type=float, default=1e-5)
+        parser.add_argument("--epsilon", type=float, help="fail a route if any output loss >= this")
+        parser.add_argument("--task-metric", help="top1, or module:function(outputs, labels)")
+        parser.add_argument("--max-task-drop", type=float, help="allowed task-metric drop (e.g. 0.01)")
+        parser.add_argument("--max-candidates", type=int)
+        parser.add_argument("--time-budget", metavar="DURATION", help="e.g. 10m")
+        parser.add_argument("--target-speedup", type=float)
+        parser.add_argument("--build-timeout", type=float, default=600.0, metavar="S")
+        parser.add_argument("--measure-timeout", type=float, default=300.0, metavar="S")
+        parser.add_argument("--measure-option", action="append", metavar="KEY=VALUE",
+                            help="measurement setting, e.g. target_rel_ci=0.02")
+        parser.add_argument("--revalidate-top-k", type=int, default=3)
+        parser.add_argument("--revalidate-rounds", type=int, default=3)
+        parser.add_argument("--min-effect", type=float, default=0.01)
+        parser.add_argument("--drift-every", type=int, default=10)
+        parser.add_argument("--discard-artifacts", action="store_true")
+        parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json)")
+        parser.add_argument("--quiet", action="store_true")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from gptuner_core.backends import default_backend_notice
+        from gptuner_core.study import StudyConfig
+        from gptuner_core.tuner import Tuner
+
+        study = Path(args.study)
+        if args.resume:
+            from gptuner_core.storage import open_store
+
+            with open_store(study, readonly=True) as store:
+                config = StudyConfig.from_json(store.config())
+            overrides: dict[str, Any] = {}
+            if args.max_candidates is not None:
+                overrides["max_candidates"] = args.max_candidates
+            if args.time_budget:
+                overrides["time_budget_s"] = parse_duration(args.time_budget)
+            config = config.replace(**overrides)
+        else:
+            config = config_from_args(args)
+            if args.backend is None:
+                print(default_backend_notice(), file=sys.stderr)
+        printer = None if args.quiet else ProgressPrinter()
+        t0 = time.monotonic()
+        summary = Tuner(config, study, resume=args.resume, force=args.force, progress=printer).run()
+        if printer is not None:
+            printer.close()
+        print(f"study {summary.study_dir}: {summary.status} after {summary.candidates} candidates "
+              f"in {time.monotonic() - t0:.1f} s")
+        print(summary.message)
+        from gptuner_core.cli.show import print_ranking
+
+        print_ranking(study, limit=10)
+        return 0 if summary.status in ("finished", "stopped") else 1

@@ -1,0 +1,173 @@
+"""Studies <-> trtexec tuning caches (JSONL), so results move both ways.
+
+Export writes trtexec's header and one row per candidate in evaluation order (``gpu_time`` is our
+median in ms; trtexec writes its mean). Import turns a cache trtexec (or we) wrote into a study
+that ``gptuner show`` and the dashboard open like any other.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gptuner_core.errors import StoreError
+from gptuner_core.knobs import Knob
+from gptuner_core.knobs import KnobDatabase
+from gptuner_core.records import AccuracyResult
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import LatencyStats
+from gptuner_core.routes import Route
+from gptuner_core.trtexec_cache import CacheHeader
+from gptuner_core.trtexec_cache import CacheRow
+from gptuner_core.trtexec_cache import TuningCache
+from gptuner_core.trtexec_cache import accuracy_failed
+from gptuner_core.trtexec_cache import read_tuning_cache
+
+
+if TYPE_CHECKING:
+    from gptuner_core.storage import StudyStore
+
+DISPLAY = {"l0": "L0", "l1": "L1", "l2": "L2", "lInf": "LInf", "cos": "Cosine"}
+CLI = {v: k for k, v in DISPLAY.items()}
+CRASHED = (CandidateState.BUILD_FAILED, CandidateState.CRASHED, CandidateState.TIMED_OUT)
+
+
+def study_to_cache(store: StudyStore) -> TuningCache:
+    cfg = store.config()
+    db = KnobDatabase.from_json(store.get_meta("knob_db") or {"tuner_options": []})
+    search = cfg.get("search", "fast")
+    argv = ["trtexec", f"--onnx={cfg.get('model', '')}"]
+    if cfg.get("expression"):
+        argv.append(f"--tuneBuildRoutes={cfg['expression']}")
+    argv.append(f"--tuningSearch={search if search in ('fast', 'full', 'mixed') else 'fast'}")
+    if cfg.get("epsilon"):
+        argv.append(f"--accuracyThreshold={cfg['epsilon']}")
+        argv.append(f"--accuracyAlgorithm={cfg.get('metric', 'l2')}")
+    header = CacheHeader(
+        tuner_version=db.tuner_version,
+        accuracy_algorithm=DISPLAY.get(cfg.get("metric", "l0"), "L0"),
+        accuracy_parameter={
+            "atol": cfg.get("atol", 1e-5), "rtol": cfg.get("rtol", 1e-5),
+            "epsilon": cfg.get("epsilon") or 0.0,
+        },
+        searching_algorithm=search,
+        command_line=" ".join(shlex.quote(a) for a in argv),
+        default_build_route=str(db.default_route()),
+        tuning_expr=cfg.get("expression", ""),
+        files={"onnx": cfg.get("model", ""), "save_engine": cfg.get("output") or "",
+               "inputs": {}, "ref_outputs": {}},
+        argv=tuple(argv),
+    )
+    rows = []
+    for rec in store.candidates():
+        if not rec.state.is_finished():
+            continue
+        crash = rec.state in CRASHED
+        error = ""
+        if crash:
+            error = rec.error or rec.state.value
+        elif rec.state is CandidateState.ACCURACY_FAILED:
+            error = "child exited with status 1"
+        rows.append(CacheRow(
+            iter=rec.number,
+            build_route=rec.requested_route,
+            crash=crash,
+            error_message=error,
+            accuracy_loss=dict(rec.accuracy.losses) if rec.accuracy and not crash else None,
+            gpu_time=rec.latency.median_ms if rec.latency and not crash else None,
+        ))
+    return TuningCache(header=header, rows=tuple(rows))
+
+
+def _knob_db(header: CacheHeader) -> KnobDatabase:
+    knobs: dict[str, Knob] = {}
+    for name, value in Route.parse(header.default_build_route).assignments:
+        knobs[name] = Knob(name=name, values=None, default=value, allowed_text=f"{name}=int32_t")
+    for token in header.tuning_expr.split():
+        name = token.partition("=")[0]
+        if name.startswith("-") and name not in knobs:
+            knobs[name] = Knob(name=name, values=None, default="", allowed_text=f"{name}=int32_t")
+    return KnobDatabase(header.tuner_version, list(knobs.values()))
+
+
+def cache_to_records(cache: TuningCache) -> list[CandidateRecord]:
+    """One record per row; numbers follow file order (mixed phase-2 rows restart ``iter``)."""
+    header = cache.header
+    metric = CLI.get(header.accuracy_algorithm, "l0")
+    out = []
+    baseline_ms = None
+    for number, row in enumerate(cache.rows):
+        if row.crash:
+            state = CandidateState.CRASHED
+        elif accuracy_failed(row, header):
+            state = CandidateState.ACCURACY_FAILED
+        else:
+            state = CandidateState.COMPLETE
+        latency = None
+        if row.gpu_time is not None and not row.crash:
+            t = float(row.gpu_time)
+            latency = LatencyStats(
+                median_ms=t, mean_ms=t, min_ms=t, p5_ms=t, p95_ms=t, p99_ms=t, cv=0.0,
+                ci_low_ms=t, ci_high_ms=t, n_samples=1, stop_reason="imported (trtexec mean)",
+            )
+            if number == 0:
+                baseline_ms = t
+        speedup = baseline_ms / latency.median_ms if (latency and baseline_ms) else None
+        out.append(CandidateRecord(
+            number=number,
+            requested_route=row.build_route,
+            state=state,
+            error=row.error_message or None,
+            accuracy=AccuracyResult(metric=metric, losses=dict(row.accuracy_loss))
+            if row.accuracy_loss is not None else None,
+            latency=latency,
+            speedup=speedup,
+            strategy_info={"iter": row.iter, "phase": row.phase},
+        ))
+    return out
+
+
+def import_cache(path: str | Path, study_dir: str | Path) -> int:
+    """Create a study in ``study_dir`` from a trtexec tuning cache; return the rows imported."""
+    from gptuner_core.storage import open_store
+
+    cache = read_tuning_cache(path)
+    study = Path(study_dir)
+    if (study / "study.sqlite").exists():
+        msg = f"study folder '{study}' already holds a study; import into a new folder"
+        raise StoreError(msg)
+    study.mkdir(parents=True, exist_ok=True)
+    h = cache.header
+    eps = h.epsilon
+    config = {
+        "model": h.files.get("onnx", "") if isinstance(h.files, dict) else "",
+        "backend": "trtexec",
+        "expression": h.tuning_expr,
+        "search": h.searching_algorithm,
+        "metric": CLI.get(h.accuracy_algorithm, "l0"),
+        "epsilon": eps or None,
+        "imported_from": str(Path(path).resolve()),
+    }
+    fingerprint = {"backend": "trtexec", "tuner_version": h.tuner_version,
+                   "source": f"trtexec tuning cache {Path(path).name}"}
+    with open_store(study) as store:
+        store.init_study(config, fingerprint)
+        store.set_meta("knob_db", _knob_db(h).to_json())
+        records = cache_to_records(cache)
+        for rec in records:
+            store.put_candidate(rec)
+        best = cache.best()
+        if best is not None and records:
+            number = cache.rows.index(best)
+            store.set_meta("winner", {
+                "number": number, "speedup": records[number].speedup, "ci": None,
+                "significant": None,
+                "message": "imported from trtexec: best = lowest single mean (not re-validated)",
+            })
+        store.set_meta("status", "finished")
+        store.set_meta("status_message", f"imported {len(records)} rows from {path}")
+        for w in cache.warnings:
+            store.add_event("warning", {"message": w})
+    return len(records)

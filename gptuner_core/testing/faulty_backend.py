@@ -1,0 +1,137 @@
+"""A small real ONNX Runtime backend that can be told to misbehave, for isolation tests.
+
+Its knob ``-fault:mode`` makes the candidate's child process really segfault, abort, hang in
+the build or in the measurement, exit without a result, or fail its build — the failures a
+TensorRT/Myelin build can show — so the engine's classification is exercised end to end with
+real processes. Other routes run the model with a real ``onnxruntime.InferenceSession``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.backends._base import Availability
+from gptuner_core.backends._base import Backend
+from gptuner_core.backends._base import BuildResult
+from gptuner_core.backends._base import Runner
+from gptuner_core.backends._base import TensorSpec
+from gptuner_core.errors import BackendError
+from gptuner_core.knobs import Knob
+from gptuner_core.knobs import KnobDatabase
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gptuner_core.routes import Route
+
+MODES = ("none", "segfault", "abort", "hang_build", "hang_measure", "exit_early", "build_error")
+
+
+class _OrtRunner(Runner):
+    def __init__(self, path: Path, threads: int, mode: str) -> None:
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.log_severity_level = 3
+        self.sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        self.mode = mode
+        self.feeds: dict[str, Any] = {}
+
+    def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        names = [o.name for o in self.sess.get_outputs()]
+        return dict(zip(names, self.sess.run(None, feeds), strict=True))
+
+    def prepare(self, feeds: dict[str, np.ndarray]) -> None:
+        self.feeds = feeds
+        if self.mode == "hang_measure":
+            while True:
+                time.sleep(1)
+
+    def time_calls(self, n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            self.sess.run(None, self.feeds)
+        return time.perf_counter_ns() - t0
+
+
+class FaultyBackend(Backend):
+    name = "faulty"
+    option_declarations = {}
+
+    @classmethod
+    def availability(cls) -> Availability:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            return Availability(available=False, reason=str(exc))
+        return Availability(available=True, version=ort.__version__)
+
+    def describe(self, model: Path) -> KnobDatabase:
+        return KnobDatabase("faulty-1", [
+            Knob(name="-fault:mode", values=MODES, default="none",
+                 help="make the candidate process misbehave"),
+            Knob(name="-ort:threads", values=("0", "1"), default="0", help="intra-op threads"),
+            Knob(name="-fault:label", values=("a", "b"), default="a",
+                 help="changes nothing in the artifact (its routes are duplicates)"),
+            Knob(name="-fault:sleep_ms", values=("0", "100", "200", "300"), default="0",
+                 help="sleep this long in the build (slow builds)"),
+        ])
+
+    def input_specs(self, model: Path) -> list[TensorSpec]:
+        import onnxruntime as ort
+
+        try:
+            sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001
+            msg = f"cannot load ONNX model '{model}': {exc}"
+            raise BackendError(msg) from None
+        return [
+            TensorSpec(name=i.name, dtype=i.type, shape=tuple(d if isinstance(d, int) else None for d in i.shape))
+            for i in sess.get_inputs()
+        ]
+
+    def environment(self) -> dict[str, str]:
+        import onnxruntime as ort
+
+        return {"backend_version": ort.__version__, "device": "cpu"}
+
+    def build(self, model: Path, route: Route, workdir: Path, *,
+              calibration: dict[str, np.ndarray] | None = None) -> BuildResult:
+        route.validate(self.describe(model))
+        mode = route.get("-fault:mode", "none")
+        if mode == "segfault":
+            ctypes.string_at(0)
+        if mode == "abort":
+            os.kill(os.getpid(), signal.SIGABRT)
+        if mode == "hang_build":
+            while True:
+                time.sleep(1)
+        if mode == "exit_early":
+            os._exit(3)
+        if mode == "build_error":
+            msg = "builder rejected the route: simulated Myelin failure for -fault:mode=build_error"
+            raise BackendError(msg)
+        time.sleep(int(route.get("-fault:sleep_ms", "0")) / 1000)
+        workdir.mkdir(parents=True, exist_ok=True)
+        artifact = workdir / "model.onnx"
+        shutil.copy2(model, artifact)
+        threads = route.get("-ort:threads", "0")
+        sleep = route.get("-fault:sleep_ms", "0")
+        return BuildResult(
+            artifact=artifact,
+            effective_route=f"-fault:mode={mode} -ort:threads={threads} -fault:sleep_ms={sleep}",
+            info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep}},
+        )
+
+    def load(self, build: BuildResult) -> Runner:
+        cfg = build.info.get("runtime_config", {})
+        return _OrtRunner(build.artifact, int(cfg.get("threads", 0)), cfg.get("mode", "none"))

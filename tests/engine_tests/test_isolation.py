@@ -1,0 +1,70 @@
+"""Candidates that segfault, abort, hang or fail to build never take the tuner down."""
+
+from __future__ import annotations
+
+import pytest
+
+from gptuner_core.records import CandidateState
+from gptuner_core.storage import open_store
+from gptuner_core.study import StudyConfig
+from gptuner_core.tuner import Tuner
+
+from .conftest import FAULTY
+from .conftest import QUICK
+
+
+def _run(tmp_path, tiny_model, tiny_dataset, expr, **kw):
+    cfg = StudyConfig(
+        model=str(tiny_model), backend=FAULTY, expression=expr, search="fast",
+        dataset=str(tiny_dataset), batch_size=4, measurement=QUICK, revalidate_top_k=0,
+        drift_every=0, **kw,
+    )
+    summary = Tuner(cfg, tmp_path / "study").run()
+    with open_store(tmp_path / "study", readonly=True) as store:
+        return summary, {r.requested_route: r for r in store.candidates()}
+
+
+class TestIsolation:
+    def test_every_failure_is_classified_and_the_study_finishes(self, tmp_path, tiny_model, tiny_dataset):
+        """Segfault/abort -> CRASHED, build error -> BUILD_FAILED, early exit -> CRASHED."""
+        summary, recs = _run(
+            tmp_path, tiny_model, tiny_dataset,
+            "-fault:mode=[none|segfault|abort|build_error|exit_early]",
+        )
+        assert summary.status == "finished"
+        assert recs["-fault:mode=none"].number == 0
+        assert recs["-fault:mode=none"].state is CandidateState.COMPLETE
+        seg = recs["-fault:mode=segfault"]
+        assert seg.state is CandidateState.CRASHED
+        assert "SIGSEGV" in seg.error
+        assert recs["-fault:mode=abort"].state is CandidateState.CRASHED
+        assert "SIGABRT" in recs["-fault:mode=abort"].error
+        bf = recs["-fault:mode=build_error"]
+        assert bf.state is CandidateState.BUILD_FAILED
+        assert "simulated Myelin failure" in bf.error
+        early = recs["-fault:mode=exit_early"]
+        assert early.state is CandidateState.CRASHED
+        assert "missing result file" in early.error and "status 3" in early.error
+
+    @pytest.mark.parametrize("mode,phase", [("hang_build", "build"), ("hang_measure", "measure")])
+    def test_hang_past_timeout_is_killed(self, tmp_path, tiny_model, tiny_dataset, mode, phase):
+        """A hang in either phase is killed at that phase's timeout and recorded TIMED_OUT."""
+        summary, recs = _run(
+            tmp_path, tiny_model, tiny_dataset, f"-fault:mode=[none|{mode}]",
+            build_timeout_s=8.0 if phase == "build" else 60.0, measure_timeout_s=3.0,
+        )
+        rec = recs[f"-fault:mode={mode}"]
+        assert rec.state is CandidateState.TIMED_OUT
+        assert f"{phase} phase exceeded" in rec.error
+        assert summary.status == "finished"
+
+    def test_duplicate_artifact_is_not_remeasured(self, tmp_path, tiny_model, tiny_dataset):
+        """Two routes that produce identical artifacts: the second is DUPLICATE of the first."""
+        _, recs = _run(tmp_path, tiny_model, tiny_dataset, "-fault:label=[a|b] -ort:threads=[0|1]")
+        original = recs["-fault:label=a -ort:threads=0"]
+        dup = recs["-fault:label=b -ort:threads=0"]
+        assert dup.state is CandidateState.DUPLICATE
+        assert dup.duplicate_of == original.number
+        assert dup.latency == original.latency
+        assert dup.measure_time_s == 0.0
+        assert recs["-fault:label=a -ort:threads=1"].state is CandidateState.COMPLETE
