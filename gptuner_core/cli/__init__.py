@@ -130,7 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             i = args_list.index(selected)
             args_list = args_list[: i + 1] + commands[selected].normalize_argv(args_list[i + 1 :])
         try:
-            args = parser.parse_args(args_list)
+            args, extra = parser.parse_known_args(args_list)
+            if extra:
+                where = f"{selected}: " if selected else ""
+                hint = f"gptuner {selected} --help" if selected else "gptuner --help"
+                msg = f"{where}unrecognized arguments: {' '.join(extra)} (see '{hint}')"
+                raise _UsageExit(msg)
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else 0
         command = getattr(args, "_command", None)
