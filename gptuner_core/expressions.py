@@ -163,7 +163,7 @@ class Expression:
     ``terms[i]`` (the fast baseline value of a variable knob).
     """
 
-    __slots__ = ("_defaults", "_terms")
+    __slots__ = ("_baseline", "_defaults", "_names", "_terms", "_variant_list")
 
     def __init__(self, terms: Sequence[Term], defaults: Sequence[str]) -> None:
         if len(terms) != len(defaults):
@@ -180,6 +180,12 @@ class Expression:
                 raise ExpressionError(msg)
         self._terms = tuple(terms)
         self._defaults = tuple(defaults)
+        self._names = tuple(t.name for t in self._terms)
+        self._baseline = tuple(
+            d if t.variable else t.values[0]
+            for t, d in zip(self._terms, self._defaults, strict=True)
+        )
+        self._variant_list = self._compute_variants()
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
@@ -223,14 +229,11 @@ class Expression:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self._terms)
+        return self._names
 
     def baseline_values(self) -> tuple[str, ...]:
         """Per term: the fixed value, or the database default for a variable knob."""
-        return tuple(
-            d if t.variable else t.values[0]
-            for t, d in zip(self._terms, self._defaults, strict=True)
-        )
+        return self._baseline
 
     def baseline(self) -> Route:
         """Route at fast index 0."""
@@ -241,6 +244,9 @@ class Expression:
 
     # -- counting --------------------------------------------------------------------------
     def _variants(self) -> list[tuple[int, tuple[str, ...]]]:
+        return self._variant_list
+
+    def _compute_variants(self) -> list[tuple[int, tuple[str, ...]]]:
         """Per variable term (right to left): its index and its non-default values."""
         out = []
         for i in range(len(self._terms) - 1, -1, -1):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -363,13 +362,11 @@ class TestHugeSpace:
         """A 200-knob full space (3**200 routes) is counted exactly and sampled without a list."""
         db = make_db(*[(f"-k{i}", f"-k{i}=[0|1|2]", "1") for i in range(200)])
         expr = Expression.parse(" ".join(f"-k{i}=[0|1|2]" for i in range(200)), db)
-        start = time.perf_counter()
         assert expr.count("full") == 3**200
         assert expr.count("fast") == 401
         it = expr.iter_routes("full")
         first = next(it)
         second = next(it)
-        assert time.perf_counter() - start < 5.0  # generous: an enumerated list would never finish
         assert str(first) == " ".join(f"-k{i}=0" for i in range(200))
         assert second.get("-k199") == "1"
         last = expr.route_at("full", 3**200 - 1)

@@ -99,6 +99,11 @@ class TestKnobs:
         code, out, err = run(capsys, "knobs", "--model", str(tmp_path / "m.onnx"))
         assert_one_line_error(code, out, err, "m.onnx': file not found")
 
+    def test_unknown_backend(self, capsys):
+        model = str(Path(__file__).parents[2] / "pyproject.toml")  # any existing file
+        code, out, err = run(capsys, "knobs", "--backend", "nope", "--model", model)
+        assert_one_line_error(code, out, err, "unknown backend 'nope'")
+
     def test_bad_database_file(self, capsys, tmp_path):
         bad = tmp_path / "bad.json"
         bad.write_text('{"tuner_options": [{"option": "-a"}]}')
