@@ -1,0 +1,136 @@
+"""Cached, read-only store readers keyed by ``(study path, file revision)``.
+
+A reader opens the store read-only, so it never blocks the tuner (the single writer). Results
+are cached per revision of the store files (``storage.file_revision``: mtime and size of
+``study.sqlite`` and its WAL), so a page re-reads only after the tuner committed something.
+Snapshots hold frozen records and are never mutated by pages, so they are shared through
+``st.cache_resource`` (no per-hit pickling of 10,000 records).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+import streamlit as st
+
+from gptuner_core.errors import GptunerError
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gptuner_core.records import CandidateRecord
+
+META_KEYS = ("status", "status_message", "pid", "progress", "winner", "health", "knob_db")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """A consistent read of one study: header, meta values and candidates (without samples)."""
+
+    path: str
+    config: dict[str, Any]
+    fingerprint: dict[str, Any]
+    meta: dict[str, Any]
+    records: tuple[CandidateRecord, ...]
+
+
+def revision(study_dir: str | Path) -> tuple[int, ...]:
+    from gptuner_core.storage import file_revision
+
+    return file_revision(study_dir)
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def _snapshot(path: str, rev: tuple[int, ...]) -> Snapshot:
+    from gptuner_core.storage import open_store
+
+    with open_store(path, readonly=True) as store:
+        return Snapshot(
+            path=path,
+            config=dict(store.config()),
+            fingerprint=dict(store.fingerprint()),
+            meta={k: store.get_meta(k) for k in META_KEYS},
+            records=tuple(store.candidates(with_samples=False)),
+        )
+
+
+def snapshot(study_dir: str | Path) -> Snapshot:
+    """The latest snapshot of a study (raises StoreError for an unreadable study)."""
+    path = str(Path(study_dir))
+    return _snapshot(path, revision(path))
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def _frame(path: str, rev: tuple[int, ...]) -> pd.DataFrame:
+    from gptuner_core import views
+
+    return views.candidates_frame(_snapshot(path, rev).records)
+
+
+def frame(study_dir: str | Path) -> pd.DataFrame:
+    """The candidates DataFrame of a study (callers must not mutate it; views copy)."""
+    path = str(Path(study_dir))
+    return _frame(path, revision(path))
+
+
+@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
+def _candidate(path: str, rev: tuple[int, ...], number: int) -> CandidateRecord | None:
+    from gptuner_core.storage import open_store
+
+    with open_store(path, readonly=True) as store:
+        return store.candidate(number)
+
+
+def candidate(study_dir: str | Path, number: int) -> CandidateRecord | None:
+    """One candidate with its raw samples."""
+    path = str(Path(study_dir))
+    return _candidate(path, revision(path), int(number))
+
+
+@st.cache_resource(ttl=600, show_spinner=False)
+def current_environment(backend: str) -> dict[str, str]:
+    """This machine's fingerprint parts for ``backend`` (empty when it cannot run here)."""
+    env: dict[str, str] = {"host": socket.gethostname()}
+    try:
+        from gptuner_core.backends import get_backend
+
+        raw = get_backend(backend).environment()
+    except (GptunerError, ImportError):
+        return env
+    env.update({k: str(v) for k, v in raw.items() if k in ("backend_version", "device", "driver", "runtime", "cpu_features")})
+    return env
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _file_sha256(path: str, mtime_ns: int) -> str:
+    from gptuner_core.fingerprint import file_sha256
+
+    return file_sha256(path)
+
+
+def model_sha256(model: str) -> str | None:
+    p = Path(model)
+    if not p.is_file():
+        return None
+    return _file_sha256(str(p), p.stat().st_mtime_ns)
+
+
+@st.cache_resource(ttl=300, show_spinner=False)
+def backends() -> list[tuple[str, Any]]:
+    """``[(name, Availability)]`` for every registered backend."""
+    from gptuner_core.backends import available_backends
+
+    return available_backends()
+
+
+@st.cache_resource(max_entries=16, show_spinner="Reading the knob database…")
+def knob_database(backend: str, model: str, mtime_ns: int) -> Any:
+    """The backend's knob database for ``model`` (``KnobDatabase``)."""
+    from gptuner_core.backends import get_backend
+
+    return get_backend(backend).describe(Path(model))

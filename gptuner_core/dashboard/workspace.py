@@ -1,0 +1,187 @@
+"""The dashboard's workspace folder: one subfolder per study, uploads, bundled samples.
+
+No streamlit here. The workspace is ``$GPTUNER_WORKSPACE`` (default ``./workspace``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gptuner_core.errors import DatasetError
+from gptuner_core.errors import GptunerError
+
+
+ENV_VAR = "GPTUNER_WORKSPACE"
+UPLOADS = "_uploads"
+#: Largest accepted upload in MB (also the file_uploader limit and server.maxUploadSize).
+MAX_UPLOAD_MB = 50
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+_NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class UploadError(GptunerError, ValueError):
+    """An uploaded file is not what the form expects (type, size, content)."""
+
+
+def workspace_dir() -> Path:
+    """The workspace folder (created when missing)."""
+    path = Path(os.environ.get(ENV_VAR) or "workspace").expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def study_dirs(workspace: Path) -> list[Path]:
+    """Study folders (those holding a ``study.sqlite``), most recently changed first."""
+    found = [p for p in workspace.iterdir() if p.is_dir() and (p / "study.sqlite").is_file()]
+
+    def changed(p: Path) -> float:
+        wal = p / "study.sqlite-wal"
+        return max((p / "study.sqlite").stat().st_mtime, wal.stat().st_mtime if wal.exists() else 0)
+
+    return sorted(found, key=changed, reverse=True)
+
+
+def safe_name(text: str, fallback: str = "study") -> str:
+    """A folder/file name made of letters, digits, ``.``, ``_`` and ``-``."""
+    name = _NAME_RE.sub("-", text.strip()).strip("-.")
+    return name[:80] or fallback
+
+
+def new_study_dir(workspace: Path, label: str) -> Path:
+    """A fresh, not yet existing study folder named ``<label>-<YYYYmmdd-HHMMSS>``."""
+    base = f"{safe_name(label)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path = workspace / base
+    i = 1
+    while path.exists():
+        path = workspace / f"{base}-{i}"
+        i += 1
+    return path
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sample:
+    """A bundled sample model with its evaluation set (``assets/<name>.onnx`` + ``_eval.npz``)."""
+
+    name: str
+    model: Path
+    dataset: Path | None
+
+
+def bundled_samples(assets: Path = ASSETS) -> list[Sample]:
+    """The ONNX models shipped in ``assets/`` with their ``<stem>_eval.npz`` when present."""
+    if not assets.is_dir():
+        return []
+    out = []
+    for model in sorted(assets.glob("*.onnx")):
+        ds = model.with_name(f"{model.stem}_eval.npz")
+        out.append(Sample(name=model.stem, model=model, dataset=ds if ds.is_file() else None))
+    return out
+
+
+def save_upload(workspace: Path, filename: str, data: bytes, *, kind: str) -> Path:
+    """Validate and store an uploaded model (``kind="model"``) or dataset (``"dataset"``).
+
+    Raises:
+        UploadError: too large, wrong extension, or content that is not ONNX / npz.
+    """
+    size_mb = len(data) / (1024 * 1024)
+    if size_mb > MAX_UPLOAD_MB:
+        msg = f"upload '{filename}' is too large: {size_mb:.1f} MB (limit {MAX_UPLOAD_MB} MB)"
+        raise UploadError(msg)
+    suffix = Path(filename).suffix.lower()
+    expected = {"model": ".onnx", "dataset": ".npz", "knobs": ".json", "expression": ".txt"}[kind]
+    if suffix != expected:
+        msg = f"upload '{filename}': expected a {expected} file for the {kind} (got '{suffix or 'no extension'}')"
+        raise UploadError(msg)
+    if kind == "model":
+        check_onnx_bytes(filename, data)
+    elif kind == "dataset":
+        check_npz_bytes(filename, data)
+    folder = workspace / UPLOADS
+    folder.mkdir(parents=True, exist_ok=True)
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    path = folder / f"{safe_name(Path(filename).stem, kind)}-{digest}{suffix}"
+    if not path.exists():
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path
+
+
+def check_onnx_bytes(filename: str, data: bytes) -> list[str]:
+    """Parse ONNX bytes; return the graph's real input names (initializers excluded)."""
+    import onnx
+
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as exc:  # noqa: BLE001 - any decode failure is a user error here
+        msg = f"upload '{filename}' is not a valid ONNX model (protobuf decode failed: {type(exc).__name__})"
+        raise UploadError(msg) from None
+    if not model.graph.node:
+        msg = f"upload '{filename}' is not a usable ONNX model (expected a graph with nodes, got none)"
+        raise UploadError(msg)
+    inits = {i.name for i in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in inits]
+
+
+def check_npz_bytes(filename: str, data: bytes) -> list[str]:
+    """Open npz bytes; return the array names."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return list(npz.files)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        msg = f"upload '{filename}' is not a valid .npz dataset ({exc})"
+        raise UploadError(msg) from None
+
+
+def model_input_names(model: Path) -> list[str]:
+    """Input names of an ONNX model file (initializers excluded)."""
+    return check_onnx_bytes(model.name, model.read_bytes())
+
+
+def check_dataset_matches(model: Path, dataset: Path) -> None:
+    """Raise DatasetError unless the npz has one array per model input (``labels`` optional)."""
+    import numpy as np
+
+    inputs = model_input_names(model)
+    try:
+        with np.load(dataset, allow_pickle=False) as npz:
+            names = list(npz.files)
+    except (OSError, ValueError) as exc:
+        msg = f"dataset '{dataset.name}' cannot be read as .npz ({exc})"
+        raise DatasetError(msg) from None
+    missing = [n for n in inputs if n not in names]
+    if missing:
+        msg = (
+            f"dataset '{dataset.name}' does not match model '{model.name}': missing input array(s) "
+            f"{missing} (expected {inputs} + optional 'labels', got {names})"
+        )
+        raise DatasetError(msg)
+
+
+def pid_alive(pid: int | None) -> bool | None:
+    """Whether process ``pid`` exists (``None`` when unknown). Zombies count as gone."""
+    if not pid:
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True

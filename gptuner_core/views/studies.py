@@ -1,0 +1,181 @@
+"""Workspace overview and live-progress views (plain dicts in, DataFrames / dicts out)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from collections.abc import Sequence
+
+    import pandas as pd
+
+    from gptuner_core.records import CandidateRecord
+
+STALE_KEYS = (
+    "model_sha256",
+    "backend_version",
+    "device",
+    "driver",
+    "runtime",
+    "cpu_features",
+    "host",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StudySummary:
+    """One row of the overview table."""
+
+    name: str
+    status: str
+    model: str
+    backend: str
+    search: str
+    done: int
+    total: int | None
+    best_speedup: float | None
+    best_ci: tuple[float, float] | None
+    winner_number: int | None
+    significant: bool | None
+    stale: str
+    message: str = ""
+
+
+def stale_reasons(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``"key: recorded -> now"`` for each fingerprint key known on both sides that differs."""
+    out = []
+    for key in STALE_KEYS:
+        if key in current and key in recorded and str(recorded[key]) != str(current[key]):
+            out.append(f"{key}: {_short(recorded[key])} → {_short(current[key])}")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else text[:10] + "…" + text[-8:]
+
+
+def effective_status(status: str | None, pid_alive: bool | None) -> str:
+    """The status to show: a ``running`` study whose tuner process is gone is ``interrupted``."""
+    status = status or "unknown"
+    if status == "running" and pid_alive is False:
+        return "interrupted"
+    return status
+
+
+def study_summary(
+    name: str,
+    *,
+    config: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    n_finished: int,
+    stale: Sequence[str] = (),
+    pid_alive: bool | None = None,
+) -> StudySummary:
+    """Combine a study's config, meta values (status, progress, winner) and counts."""
+    progress = meta.get("progress") or {}
+    win = meta.get("winner") or {}
+    ci = win.get("ci")
+    return StudySummary(
+        name=name,
+        status=effective_status(meta.get("status"), pid_alive),
+        model=str(config.get("model", "?")).rsplit("/", 1)[-1],
+        backend=str(config.get("backend", "?")),
+        search=str(config.get("search", "?")),
+        done=int(progress.get("done", n_finished) or n_finished),
+        total=progress.get("total"),
+        best_speedup=win.get("speedup"),
+        best_ci=tuple(ci) if ci else None,
+        winner_number=win.get("number"),
+        significant=win.get("significant"),
+        stale="; ".join(stale) if stale else "",
+        message=str(meta.get("status_message") or win.get("message") or ""),
+    )
+
+
+def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
+    """The overview table, newest first as given."""
+    import pandas as pd
+
+    rows = []
+    for s in summaries:
+        best = "—"
+        if s.best_speedup is not None:
+            best = f"{s.best_speedup:.3f}x"
+            if s.best_ci:
+                best += f" [{s.best_ci[0]:.3f}, {s.best_ci[1]:.3f}]"
+            if s.winner_number is not None:
+                best += f" (#{s.winner_number})"
+        rows.append(
+            {
+                "study": s.name,
+                "status": s.status,
+                "model": s.model,
+                "backend": s.backend,
+                "search": s.search,
+                "candidates": f"{s.done}/{s.total}" if s.total else str(s.done),
+                "best speedup (95 % CI)": best,
+                "stale": f"⚠ {s.stale}" if s.stale else "",
+                "message": s.message,
+            }
+        )
+    cols = ["study", "status", "model", "backend", "search", "candidates",
+            "best speedup (95 % CI)", "stale", "message"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveProgress:
+    fraction: float
+    text: str
+    eta: str
+    current: str
+    phase: str
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "—"
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+def live_progress(progress: Mapping[str, Any] | None, *, now: float | None = None) -> LiveProgress:
+    """Progress bar fraction, ``done/total`` text, ETA and elapsed from the ``progress`` meta."""
+    p = dict(progress or {})
+    done = int(p.get("done") or 0)
+    total = p.get("total")
+    fraction = min(1.0, done / total) if total else 0.0
+    started = p.get("started_at")
+    elapsed = (now or time.time()) - started if started else None
+    text = f"{done}/{total} routes" if total else f"{done} routes"
+    if elapsed is not None:
+        text += f" · elapsed {_duration(elapsed)}"
+    current = p.get("current")
+    return LiveProgress(
+        fraction=fraction,
+        text=text,
+        eta=_duration(p.get("eta_s")),
+        current="—" if current is None else str(current),
+        phase=str(p.get("phase") or "—"),
+    )
+
+
+def recent_failures(records: Sequence[CandidateRecord], n: int = 5) -> pd.DataFrame:
+    """The last ``n`` candidates that failed (build/crash/timeout/accuracy), newest first."""
+    import pandas as pd
+
+    rows = [
+        {"number": r.number, "state": r.state.value, "route": r.requested_route,
+         "error": (r.error or "")[:300]}
+        for r in reversed(records)
+        if r.state.is_failure() or r.state.value == "ACCURACY_FAILED"
+    ][:n]
+    return pd.DataFrame(rows, columns=["number", "state", "route", "error"])

@@ -1,0 +1,175 @@
+"""One candidate in detail (route trace) and several side by side (compare)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.views._frames import route_pairs
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from collections.abc import Sequence
+
+    import pandas as pd
+
+    from gptuner_core.records import CandidateRecord
+
+#: Keys of ``CandidateRecord.extra`` that may hold per-layer rows (list of dicts).
+LAYER_KEYS = ("layers", "layer_info", "per_layer", "profile", "nodes")
+
+
+def _fmt_size(n: int | None) -> str:
+    if n is None:
+        return "—"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _fmt_s(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f} s"
+
+
+def trace_fields(record: CandidateRecord) -> pd.DataFrame:
+    """Two-column table (field, value) of everything the store knows about one candidate."""
+    import pandas as pd
+
+    lat = record.latency
+    rows: list[tuple[str, str]] = [
+        ("number", str(record.number)),
+        ("state", record.state.value),
+        ("error", record.error or "—"),
+        ("requested route", record.requested_route or "(default)"),
+        ("effective route", record.effective_route or "—"),
+        ("build time", _fmt_s(record.build_time_s)),
+        ("measure time", _fmt_s(record.measure_time_s)),
+        ("artifact path", record.artifact_path or "—"),
+        ("artifact sha256", record.artifact_sha256 or "—"),
+        ("artifact size", _fmt_size(record.artifact_size)),
+        ("duplicate of", "—" if record.duplicate_of is None else f"#{record.duplicate_of}"),
+    ]
+    if lat is not None:
+        rows += [
+            ("median latency", f"{lat.median_ms:.4g} ms (95 % CI {lat.ci_low_ms:.4g}–{lat.ci_high_ms:.4g})"),
+            ("p5 / p95 / p99", f"{lat.p5_ms:.4g} / {lat.p95_ms:.4g} / {lat.p99_ms:.4g} ms"),
+            ("CV", f"{lat.cv:.2%}"),
+            ("samples", f"{lat.n_samples} × {lat.calls_per_sample} call(s), stop: {lat.stop_reason or '—'}"),
+        ]
+    if record.speedup is not None:
+        ci = record.speedup_ci
+        text = f"{record.speedup:.3f}x" + (f" (CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else "")
+        rows.append(("speedup vs default", text))
+    if record.strategy_info:
+        rows.append(("strategy info", str(record.strategy_info)))
+    return pd.DataFrame(rows, columns=["field", "value"])
+
+
+def route_diff_frame(routes: Mapping[str, str | None]) -> pd.DataFrame:
+    """Knob-by-route table (one column per label) with a ``differs`` column.
+
+    A knob missing from a route is shown as ``(default)``: routes list only the knobs they set.
+    """
+    import pandas as pd
+
+    parsed = {label: route_pairs(text) for label, text in routes.items()}
+    names: list[str] = []
+    for pairs in parsed.values():
+        names += [n for n in pairs if n not in names]
+    data = {label: [pairs.get(n, "(default)") for n in names] for label, pairs in parsed.items()}
+    df = pd.DataFrame(data, index=pd.Index(names, name="knob"))
+    df["differs"] = df.nunique(axis=1) > 1 if len(df.columns) else False
+    return df.reset_index()
+
+
+def accuracy_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
+    """Per-output loss (rows) by candidate (columns ``#n``); a task-metric row when present."""
+    import pandas as pd
+
+    data: dict[str, dict[str, float]] = {}
+    for r in records:
+        col: dict[str, float] = {}
+        if r.accuracy is not None:
+            col.update({f"{k} ({r.accuracy.metric})": v for k, v in r.accuracy.losses.items()})
+            if r.accuracy.task_metric is not None:
+                col[r.accuracy.task_metric_name or "task metric"] = r.accuracy.task_metric
+        data[f"#{r.number}"] = col
+    df = pd.DataFrame(data)
+    df.index.name = "output"
+    return df.reset_index()
+
+
+def layers_frame(extra: Mapping[str, Any]) -> pd.DataFrame | None:
+    """Per-layer rows from ``extra`` (first of :data:`LAYER_KEYS` holding a list of dicts)."""
+    import pandas as pd
+
+    for key in LAYER_KEYS:
+        rows = extra.get(key)
+        if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
+            return pd.DataFrame(rows)
+    return None
+
+
+def _layer_name_column(df: pd.DataFrame) -> str | None:
+    for c in ("name", "layer", "node", "op_name"):
+        if c in df.columns:
+            return c
+    return None
+
+
+def layer_diff_frame(extras: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame | None:
+    """Per-layer values of several candidates aligned on the layer name (outer join).
+
+    Returns ``None`` when fewer than two candidates carry per-layer rows with a name column.
+    """
+    import pandas as pd
+
+    frames = []
+    for label, extra in extras.items():
+        df = layers_frame(extra)
+        if df is None:
+            continue
+        key = _layer_name_column(df)
+        if key is None:
+            continue
+        df = df.drop_duplicates(subset=key).set_index(key)
+        frames.append(df.add_prefix(f"{label} "))
+    if len(frames) < 2:
+        return None
+    merged = pd.concat(frames, axis=1, join="outer")
+    merged.index.name = "layer"
+    return merged.reset_index()
+
+
+def repro_commands(
+    config: Mapping[str, Any],
+    record: CandidateRecord,
+    *,
+    study_dir: str,
+    backend_repro: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Commands that rebuild and time this candidate's route outside the study.
+
+    Always a ``gptuner tune`` command pinned to the route; plus whatever the backend provides
+    (e.g. ``trtexec --setBuildRoute``) in ``backend_repro``.
+    """
+    model = str(config.get("model", "MODEL"))
+    backend = str(config.get("backend", "onnxruntime"))
+    route = record.effective_route or record.requested_route
+    parts = ["gptuner", "tune", model, "--backend", backend]
+    if route:
+        parts += ["--expr", route]
+    parts += ["--search", "full", "--max-candidates", "1"]
+    if config.get("dataset"):
+        parts += ["--dataset", str(config["dataset"])]
+    parts += ["--study", f"{study_dir.rstrip('/')}-repro-{record.number}"]
+    out = {"gptuner": shlex.join(parts)}
+    if record.artifact_path:
+        out["artifact"] = f"sha256sum {shlex.quote(record.artifact_path)}  # expect {record.artifact_sha256 or '?'}"
+    out.update(backend_repro or {})
+    return out

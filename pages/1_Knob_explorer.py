@@ -1,0 +1,120 @@
+"""Knob explorer: browse a knob database, build a tunable expression, diff two databases."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gptuner_core import views
+from gptuner_core.dashboard import data
+from gptuner_core.dashboard import state
+from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.workspace import bundled_samples
+from gptuner_core.errors import GptunerError
+from gptuner_core.expressions import Expression
+from gptuner_core.expressions import dry_run_lines
+from gptuner_core.knobs import KnobDatabase
+from gptuner_core.knobs import diff_knob_databases
+
+
+ws = widgets.page_setup("Knob explorer", "🎛️")
+st.title("Knob explorer")
+
+
+def _db_from_upload(upload) -> KnobDatabase | None:
+    try:
+        return KnobDatabase.from_string(upload.getvalue().decode("utf-8", "replace"), source=f"'{upload.name}'")
+    except GptunerError as exc:
+        st.error(str(exc))
+        return None
+
+
+source = st.radio(
+    "Knob database from", ["backend + model", "all_build_routes JSON file"], horizontal=True, key="kx_source"
+)
+db: KnobDatabase | None = None
+if source == "backend + model":
+    names = [n for n, a in data.backends() if a.available]
+    samples = {s.name: s.model for s in bundled_samples()}
+    c1, c2 = st.columns(2)
+    backend = c1.selectbox("Backend", names, key="kx_backend")
+    model = c2.selectbox("Model", list(samples) or ["(no bundled sample)"], key="kx_model")
+    if not names:
+        st.warning("No backend can describe models here:")
+        widgets.backend_status()
+    elif model in samples:
+        try:
+            db = data.knob_database(backend, str(samples[model]), samples[model].stat().st_mtime_ns)
+        except GptunerError as exc:
+            st.error(f"Cannot describe {model} with {backend}: {exc}")
+else:
+    up = st.file_uploader("all_build_routes JSON (e.g. trtexec --helpBuildRoute output)", type=["json"], key="kx_db_file")
+    if up is not None:
+        db = _db_from_upload(up)
+
+if db is None:
+    st.info("Choose a backend and model, or upload a knob database, to explore its knobs.")
+else:
+    st.caption(f"tuner_version **{db.tuner_version}** · {len(db)} knobs · sha256 `{db.sha256[:16]}`")
+    table = views.knob_frame(db)
+    c1, c2 = st.columns([2, 1])
+    query = c1.text_input("Search name, namespace and help", key="kx_query")
+    spaces = c2.multiselect("Namespaces", db.namespaces(), key="kx_ns")
+    shown = views.search_knobs(table, query, spaces)
+    st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(shown)))
+
+    st.subheader("Build a tunable expression")
+    picked = st.multiselect("Knobs to tune", list(shown["knob"]), key="kx_picked")
+    selection: dict[str, list[str]] = {}
+    for name in picked:
+        knob = db[name]
+        if knob.values is not None:
+            selection[name] = st.multiselect(
+                f"{name} values (default {knob.default})", list(knob.values), default=list(knob.values),
+                key=f"kx_vals_{name}",
+            )
+        else:
+            text = st.text_input(f"{name} values, separated by | ({knob.unbounded_type})", value=knob.default, key=f"kx_vals_{name}")
+            selection[name] = [v.strip() for v in text.split("|") if v.strip()]
+    loaded = st.file_uploader("…or load an expression file (--tuneBuildRouteFile)", type=["txt"], key="kx_expr_file")
+    built = views.expression_text(selection)
+    if loaded is not None:
+        built = " ".join(loaded.getvalue().decode("utf-8", "replace").splitlines())
+    text = st.text_area("Expression (trtexec --tuneBuildRoute syntax, editable)", value=built, height=80)
+    if text.strip():
+        try:
+            expr = Expression.parse(text.strip(), db)
+        except GptunerError as exc:
+            st.error(f"Invalid expression: {exc}")
+        else:
+            st.code(str(expr), language="bash")
+            budget = st.number_input("Budget for sampling strategies (candidates)", 1, 100000, 50, key="kx_budget")
+            counts = views.route_counts(expr, int(budget))
+            cols = st.columns(len(counts))
+            for col, (name, n) in zip(cols, counts.items(), strict=True):
+                col.metric(f"routes · {name}", f"{n:,}")
+            search = st.radio("Dry-run list for", ["fast", "full"], horizontal=True, key="kx_dry")
+            lines = list(dry_run_lines(expr, search, limit=200))
+            st.code("\n".join(lines) + ("\n…" if counts[search] > len(lines) else ""), language="text")
+            c1, c2 = st.columns(2)
+            c1.download_button(
+                "Save expression file", "".join(f"{t}\n" for t in str(expr).split()),
+                file_name="expression.txt", mime="text/plain",
+            )
+            if c2.button("Use in New run", key="kx_use"):
+                state.put(state.EXPRESSION, str(expr))
+                st.switch_page("pages/2_New_run.py")
+
+st.subheader("Diff two knob databases")
+c1, c2 = st.columns(2)
+old_up = c1.file_uploader("Old (e.g. TensorRT 11.1)", type=["json"], key="kx_diff_old")
+new_up = c2.file_uploader("New (e.g. TensorRT 11.2)", type=["json"], key="kx_diff_new")
+old_db = _db_from_upload(old_up) if old_up is not None else db
+new_db = _db_from_upload(new_up) if new_up is not None else None
+if old_db is not None and new_db is not None:
+    diff = diff_knob_databases(old_db, new_db)
+    if diff.empty:
+        st.success(f"No differences between {diff.old_version} and {diff.new_version}.")
+    else:
+        st.dataframe(views.diff_frame(diff), hide_index=True, width="stretch")
+else:
+    st.caption("Upload the new database (the old one defaults to the database shown above).")

@@ -1,0 +1,114 @@
+"""Live: progress, ETA, current candidate and phase, best so far, failures; stop and resume."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gptuner_core import views
+from gptuner_core.dashboard import data
+from gptuner_core.dashboard import launch
+from gptuner_core.dashboard import state
+from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.workspace import pid_alive
+from gptuner_core.errors import GptunerError
+from gptuner_core.launch import is_running
+
+
+ws = widgets.page_setup("Live", "📡")
+st.title("Live")
+
+pending = state.get(state.LAST_LAUNCH)
+study = widgets.study_picker(ws)
+if pending and (study is None or study.name != pending["study"]):
+    target = ws / pending["study"]
+    if not (target / "study.sqlite").is_file():
+        # launched, but the tuner has not created its store yet: wait for it
+        @st.fragment(run_every=1.0)
+        def _waiting() -> None:
+            if (target / "study.sqlite").is_file():
+                st.rerun(scope="app")
+            alive = pid_alive(pending.get("pid"))
+            st.info(f"Starting **{pending['study']}** (pid {pending.get('pid')}, "
+                    f"{'running' if alive else 'exited'})…")
+            st.code(pending["command"], language="bash")
+            log = launch.tail(target / launch.LOG_FILE, 4000)
+            if log:
+                st.code(log, language="text")
+
+        _waiting()
+        st.stop()
+if study is None:
+    widgets.no_study_message()
+    st.stop()
+
+snap = widgets.load_snapshot(study)
+if snap is None:
+    st.stop()
+launcher_alive = is_running(study)  # tuner.pid written by the launcher (covers a fresh resume)
+alive = pid_alive(snap.meta.get("pid")) or launcher_alive
+status = views.effective_status(snap.meta.get("status"), alive)
+if status != "running" and launcher_alive:
+    status = "starting"
+running = status in ("running", "starting")
+
+
+@st.fragment(run_every=2.0 if running else None)
+def live_panel() -> None:
+    try:
+        s = data.snapshot(study)
+    except GptunerError as exc:
+        st.error(str(exc))
+        return
+    launcher = is_running(study)
+    now_status = views.effective_status(s.meta.get("status"), pid_alive(s.meta.get("pid")) or launcher)
+    if now_status != "running" and launcher:
+        now_status = "starting"
+    if now_status != status:
+        st.rerun(scope="app")
+    st.markdown(f"**{study.name}** — status: **{now_status}**"
+                + (f" · {s.meta['status_message']}" if s.meta.get("status_message") else ""))
+    prog = views.live_progress(s.meta.get("progress"))
+    st.progress(prog.fraction, text=prog.text)
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("ETA", prog.eta)
+    c2.metric("Current candidate", prog.current)
+    c3.metric("Phase", prog.phase)
+    ranked = views.apply_epsilon(data.frame(study), s.config.get("epsilon"),
+                                 max_drop=s.config.get("max_task_drop"))
+    best = views.winner(ranked)
+    c4.metric("Best so far", "—" if best is None else f"{best['speedup']:.3f}x",
+              None if best is None else f"#{int(best['number'])} · {best['median_ms']:.4g} ms",
+              delta_color="off")
+    win = s.meta.get("winner")
+    if win and win.get("message"):
+        (st.success if win.get("significant") else st.info)(win["message"])
+    fails = views.recent_failures(s.records)
+    if len(fails):
+        st.caption("Recent failures")
+        st.dataframe(fails, hide_index=True, width="stretch")
+    with st.expander("Tuner log"):
+        st.code(launch.tail(study / launch.LOG_FILE, 6000) or "(empty)", language="text")
+
+
+live_panel()
+
+c1, c2 = st.columns(2)
+if running:
+    if launch.stop_requested(study):
+        c1.info("Stop requested: the tuner stops after the candidate in flight.")
+    elif c1.button("Stop", key="live_stop", type="secondary"):
+        launch.request_stop(study)
+        st.rerun()
+elif status in ("stopped", "interrupted", "failed"):
+    if c1.button("Resume", key="live_resume", type="primary"):
+        try:
+            argv = launch.resume_argv(study, snap.config)
+            pid = launch.launch(argv, study)
+        except GptunerError as exc:
+            st.error(str(exc))
+        else:
+            state.put(state.LAST_LAUNCH, {"study": study.name, "pid": pid,
+                                          "command": launch.cli_command(argv)})
+            st.rerun()
+else:
+    c1.page_link("pages/4_Results.py", label="See the results", icon="📊")

@@ -1,0 +1,106 @@
+"""Route trace: one candidate in full — routes, state, times, artifact, accuracy, raw samples,
+per-layer information, its log, and commands that reproduce it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from gptuner_core import views
+from gptuner_core.dashboard import data
+from gptuner_core.dashboard import launch
+from gptuner_core.dashboard import state
+from gptuner_core.dashboard import widgets
+from gptuner_core.errors import GptunerError
+
+
+ws = widgets.page_setup("Route trace", "🔎")
+st.title("Route trace")
+study = widgets.study_picker(ws)
+if study is None:
+    widgets.no_study_message()
+    st.stop()
+snap = widgets.load_snapshot(study)
+if snap is None:
+    st.stop()
+if not snap.records:
+    st.info(f"**{study.name}** has no candidates yet.")
+    st.stop()
+
+labels = {r.number: f"#{r.number} · {r.state.value} · {r.requested_route or '(default)'}"[:140]
+          for r in snap.records}
+numbers = list(labels)
+wanted = state.get(state.CANDIDATE)
+if wanted not in labels:
+    wanted = (snap.meta.get("winner") or {}).get("number")
+index = numbers.index(wanted) if wanted in labels else 0
+number = st.selectbox("Candidate", numbers, index=index, format_func=labels.get, key=f"rt_pick_{study.name}")
+state.put(state.CANDIDATE, number)
+rec = data.candidate(study, number)
+if rec is None:
+    st.error(f"Candidate #{number} is no longer in the store.")
+    st.stop()
+
+(st.error if rec.state.is_failure() or rec.state.value == "ACCURACY_FAILED" else st.success)(
+    f"#{rec.number}: {rec.state.value}" + (f" — {rec.error}" if rec.error else "")
+)
+left, right = st.columns([1, 1])
+with left:
+    st.subheader("Record")
+    st.dataframe(views.trace_fields(rec), hide_index=True, width="stretch")
+with right:
+    st.subheader("Requested vs effective route")
+    diff = views.route_diff_frame({"requested": rec.requested_route, "effective": rec.effective_route or ""})
+    if len(diff):
+        st.dataframe(diff.style.apply(
+            lambda row: ["background-color: #fff3cd" if row["differs"] else "" for _ in row], axis=1),
+            hide_index=True, width="stretch")
+    else:
+        st.caption("Default route: every knob at its default.")
+    st.subheader("Accuracy per output")
+    acc = views.accuracy_frame([rec])
+    if len(acc):
+        st.dataframe(acc, hide_index=True, width="stretch")
+    else:
+        st.caption("No accuracy recorded.")
+
+st.subheader("Latency")
+if rec.samples_ms:
+    st.plotly_chart(views.samples_histogram(rec.samples_ms), key="rt_hist")
+else:
+    st.caption("No latency samples (the candidate was not measured).")
+if rec.telemetry:
+    with st.expander("Telemetry"):
+        st.json(rec.telemetry)
+
+layers = views.layers_frame(rec.extra)
+st.subheader("Per-layer information")
+if layers is not None:
+    st.dataframe(layers, hide_index=True, width="stretch")
+else:
+    st.caption("This backend recorded no per-layer information for this candidate.")
+other = {k: v for k, v in rec.extra.items() if k not in views.trace.LAYER_KEYS}
+if other:
+    with st.expander("Backend details"):
+        st.json(other)
+
+st.subheader("Log")
+log_path = Path(rec.log_path) if rec.log_path else study / "candidates" / f"{rec.number:05d}" / "log.txt"
+st.code(launch.tail(log_path, 12000) or f"(no log at {log_path})", language="text")
+
+st.subheader("Reproduce")
+backend_repro = {}
+try:
+    from gptuner_core.backends import get_backend
+    from gptuner_core.routes import Route
+
+    be = get_backend(str(snap.config.get("backend", "onnxruntime")), snap.config.get("backend_options") or {})
+    backend_repro = be.repro(Path(str(snap.config.get("model", ""))),
+                             Route.parse(rec.effective_route or rec.requested_route or ""))
+except (GptunerError, ImportError) as exc:
+    st.caption(f"Backend-specific commands unavailable here: {exc}")
+for kind, cmd in views.repro_commands(snap.config, rec, study_dir=str(study),
+                                      backend_repro=backend_repro).items():
+    st.caption(kind)
+    st.code(cmd, language="bash")

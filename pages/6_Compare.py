@@ -1,0 +1,74 @@
+"""Compare two to four candidates: route differences, latency distributions, accuracy, layers."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gptuner_core import views
+from gptuner_core.dashboard import data
+from gptuner_core.dashboard import state
+from gptuner_core.dashboard import widgets
+
+
+ws = widgets.page_setup("Compare", "⚖️")
+st.title("Compare candidates")
+study = widgets.study_picker(ws)
+if study is None:
+    widgets.no_study_message()
+    st.stop()
+snap = widgets.load_snapshot(study)
+if snap is None:
+    st.stop()
+numbers = [r.number for r in snap.records]
+if len(numbers) < 2:
+    st.info(f"**{study.name}** needs at least two candidates to compare.")
+    st.stop()
+
+labels = {r.number: f"#{r.number} · {r.state.value}" for r in snap.records}
+default = [n for n in (state.get(state.COMPARE) or []) if n in labels][:4]
+if len(default) < 2:
+    win = (snap.meta.get("winner") or {}).get("number")
+    default = [0, win] if win not in (None, 0) and win in labels else numbers[:2]
+picked = st.multiselect("Candidates (2–4)", numbers, default=default, max_selections=4,
+                        format_func=labels.get, key=f"cmp_pick_{study.name}")
+state.put(state.COMPARE, picked)
+if len(picked) < 2:
+    st.info("Pick at least two candidates.")
+    st.stop()
+recs = [r for r in (data.candidate(study, n) for n in picked) if r is not None]
+
+st.subheader("Routes (differences highlighted)")
+routes = {f"#{r.number}": r.effective_route or r.requested_route for r in recs}
+diff = views.route_diff_frame(routes)
+only = st.checkbox("Only knobs that differ", value=True, key="cmp_only")
+shown = diff[diff["differs"]] if only else diff
+if len(shown):
+    st.dataframe(shown.style.apply(
+        lambda row: ["background-color: #fff3cd" if row["differs"] else "" for _ in row], axis=1),
+        hide_index=True, width="stretch")
+else:
+    st.caption("These routes set identical knob values.")
+
+st.subheader("Latency")
+summary = views.candidates_frame(recs)[["number", "state", "median_ms", "ci_low_ms", "ci_high_ms",
+                                        "p95_ms", "cv", "n_samples", "speedup"]]
+st.dataframe(summary, hide_index=True, width="stretch")
+samples = {f"#{r.number}": r.samples_ms for r in recs if r.samples_ms}
+if samples:
+    st.plotly_chart(views.overlaid_samples_figure(samples), key="cmp_hist")
+else:
+    st.caption("None of these candidates has latency samples.")
+
+st.subheader("Accuracy per output")
+acc = views.accuracy_frame(recs)
+if len(acc):
+    st.dataframe(acc, hide_index=True, width="stretch")
+else:
+    st.caption("No accuracy recorded.")
+
+layer_diff = views.layer_diff_frame({f"#{r.number}": r.extra for r in recs})
+st.subheader("Per-layer differences")
+if layer_diff is not None:
+    st.dataframe(layer_diff, hide_index=True, width="stretch")
+else:
+    st.caption("Per-layer information is not available for at least two of these candidates.")

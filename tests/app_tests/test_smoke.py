@@ -1,0 +1,36 @@
+"""Every page renders without an exception on an empty workspace and on a finished study."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app_tests.conftest import APP
+from tests.app_tests.conftest import PAGES
+
+
+def _run(page, workspace, monkeypatch) -> AppTest:
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(workspace))
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    if page != APP:
+        at.switch_page(str(page.relative_to(APP.parent))).run()
+    return at
+
+
+PAGE_IDS = [p.name for p in [APP, *PAGES]]
+
+
+@pytest.mark.parametrize("page", [APP, *PAGES], ids=PAGE_IDS)
+def test_page_on_empty_workspace(page, empty_workspace, monkeypatch) -> None:
+    """No exception and no error box when the workspace has no study."""
+    at = _run(page, empty_workspace, monkeypatch)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", [APP, *PAGES], ids=PAGE_IDS)
+def test_page_on_finished_study(page, finished_workspace, monkeypatch) -> None:
+    """No exception and no error box on a workspace with a finished study."""
+    at = _run(page, finished_workspace, monkeypatch)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
