@@ -36,16 +36,21 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.errors import StoreError
-from gptuner_core.records import AccuracyResult
-from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
-from gptuner_core.records import LatencyStats
 from gptuner_core.storage._base import Event
 from gptuner_core.storage._base import StudyStore
+from gptuner_core.storage._rows import INSERT_CANDIDATE
+from gptuner_core.storage._rows import SELECT_CANDIDATES
+from gptuner_core.storage._rows import dumps
+from gptuner_core.storage._rows import record_to_row
+from gptuner_core.storage._rows import rows_to_records
+from gptuner_core.storage._rows import samples_blob
 
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from gptuner_core.records import CandidateRecord
 
 
 STORE_FILENAME = "study.sqlite"
@@ -110,39 +115,6 @@ CREATE INDEX events_kind ON events (kind);
 #: version reached -> DDL that upgrades from the previous version (1 creates the store).
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
 
-_COLUMNS = (
-    "number",
-    "state",
-    "requested_route",
-    "effective_route",
-    "error",
-    "phase",
-    "started_at",
-    "finished_at",
-    "build_time_s",
-    "measure_time_s",
-    "artifact_path",
-    "artifact_sha256",
-    "artifact_size",
-    "duplicate_of",
-    "speedup",
-    "median_ms",
-    "log_path",
-    "accuracy",
-    "latency",
-    "speedup_ci",
-    "strategy_info",
-    "telemetry",
-    "extra",
-)
-_INSERT_CANDIDATE = (
-    f"INSERT OR REPLACE INTO candidates ({', '.join(_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_COLUMNS))})"
-)
-_SELECT_CANDIDATES = f"SELECT {', '.join('c.' + c for c in _COLUMNS)}"
-_STATES = {s.value: s for s in CandidateState}
-_LATENCY_FIELDS = frozenset(LatencyStats.__dataclass_fields__)
-
 
 def store_path(study_dir: str | os.PathLike[str]) -> Path:
     """Where the store of ``study_dir`` lives."""
@@ -164,144 +136,6 @@ def file_revision(study_dir: str | os.PathLike[str]) -> tuple[int, ...]:
         else:
             parts += [st.st_mtime_ns, st.st_size]
     return tuple(parts)
-
-
-def _json_default(value: Any) -> Any:
-    # numpy scalars/arrays and tuples-as-lists: everything else is a caller bug surfaced clearly.
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    msg = f"value of type {type(value).__name__} is not JSON-serializable"
-    raise TypeError(msg)
-
-
-def _dumps(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), default=_json_default)
-    except (TypeError, ValueError) as exc:
-        msg = f"cannot store {what}: {exc} (expected JSON-able values: str, int, float, list, dict)"
-        raise StoreError(msg) from exc
-
-
-def _real(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def _samples_blob(samples: tuple[float, ...]) -> bytes:
-    import numpy as np
-
-    return np.asarray(samples, dtype="<f8").tobytes()
-
-
-def _samples_from_blob(blob: bytes) -> tuple[float, ...]:
-    import numpy as np
-
-    return tuple(np.frombuffer(blob, dtype="<f8").tolist())
-
-
-def _row_to_record(row: tuple[Any, ...], samples: bytes | None) -> CandidateRecord:
-    (
-        number,
-        state,
-        requested_route,
-        effective_route,
-        error,
-        phase,
-        started_at,
-        finished_at,
-        build_time_s,
-        measure_time_s,
-        artifact_path,
-        artifact_sha256,
-        artifact_size,
-        duplicate_of,
-        speedup,
-        _median_ms,
-        log_path,
-        accuracy,
-        latency,
-        speedup_ci,
-        strategy_info,
-        telemetry,
-        extra,
-    ) = row
-    acc = None
-    if accuracy is not None:
-        acc = AccuracyResult.from_json(json.loads(accuracy))
-    lat = None
-    if latency is not None:
-        data = json.loads(latency)
-        lat = LatencyStats(**{k: v for k, v in data.items() if k in _LATENCY_FIELDS})
-    ci = None
-    if speedup_ci is not None:
-        lo, hi = json.loads(speedup_ci)
-        ci = (lo, hi)
-    return CandidateRecord(
-        number=number,
-        requested_route=requested_route,
-        state=_STATES[state],
-        effective_route=effective_route,
-        error=error,
-        phase=phase,
-        strategy_info=json.loads(strategy_info),
-        started_at=started_at,
-        finished_at=finished_at,
-        build_time_s=build_time_s,
-        measure_time_s=measure_time_s,
-        artifact_path=artifact_path,
-        artifact_sha256=artifact_sha256,
-        artifact_size=artifact_size,
-        duplicate_of=duplicate_of,
-        accuracy=acc,
-        latency=lat,
-        samples_ms=_samples_from_blob(samples) if samples else (),
-        speedup=speedup,
-        speedup_ci=ci,
-        telemetry=json.loads(telemetry),
-        extra=json.loads(extra),
-        log_path=log_path,
-    )
-
-
-def _record_to_row(record: CandidateRecord) -> tuple[Any, ...]:
-    n = record.number
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        msg = f"candidate number must be an int >= 0 (got {n!r})"
-        raise StoreError(msg)
-    state = CandidateState(record.state).value
-    speedup_ci = None
-    if record.speedup_ci is not None:
-        lo, hi = record.speedup_ci
-        speedup_ci = _dumps([float(lo), float(hi)], f"candidate {n} speedup_ci")
-    latency = record.latency
-    return (
-        n,
-        state,
-        record.requested_route,
-        record.effective_route,
-        record.error,
-        record.phase,
-        _real(record.started_at),
-        _real(record.finished_at),
-        _real(record.build_time_s),
-        _real(record.measure_time_s),
-        record.artifact_path,
-        record.artifact_sha256,
-        None if record.artifact_size is None else int(record.artifact_size),
-        None if record.duplicate_of is None else int(record.duplicate_of),
-        _real(record.speedup),
-        None if latency is None else _real(latency.median_ms),
-        record.log_path,
-        None if record.accuracy is None else _dumps(record.accuracy.to_json(), f"candidate {n} accuracy"),
-        None if latency is None else _dumps(latency.to_json(), f"candidate {n} latency"),
-        speedup_ci,
-        _dumps(record.strategy_info, f"candidate {n} strategy_info"),
-        _dumps(record.telemetry, f"candidate {n} telemetry"),
-        _dumps(record.extra, f"candidate {n} extra"),
-    )
 
 
 class SQLiteStudyStore(StudyStore):
@@ -533,8 +367,8 @@ class SQLiteStudyStore(StudyStore):
 
     # -- study header ----------------------------------------------------------------------
     def init_study(self, config: dict[str, Any], fingerprint: dict[str, Any]) -> None:
-        cfg = _dumps(config, "study config")
-        fp = _dumps(fingerprint, "study fingerprint")
+        cfg = dumps(config, "study config")
+        fp = dumps(fingerprint, "study fingerprint")
 
         def body(conn: sqlite3.Connection) -> None:
             if conn.execute("SELECT 1 FROM study").fetchone():
@@ -558,7 +392,7 @@ class SQLiteStudyStore(StudyStore):
         return json.loads(rows[0][0]) if rows else {}
 
     def set_fingerprint(self, fingerprint: dict[str, Any]) -> None:
-        fp = _dumps(fingerprint, "study fingerprint")
+        fp = dumps(fingerprint, "study fingerprint")
 
         def body(conn: sqlite3.Connection) -> None:
             cur = conn.execute("UPDATE study SET fingerprint = ? WHERE id = 1", (fp,))
@@ -572,7 +406,7 @@ class SQLiteStudyStore(StudyStore):
         if not isinstance(key, str) or not key:
             msg = f"meta key must be a non-empty str (got {key!r})"
             raise StoreError(msg)
-        text = _dumps(value, f"meta '{key}'")
+        text = dumps(value, f"meta '{key}'")
         self._write(
             f"set meta '{key}'",
             lambda conn: conn.execute(
@@ -587,13 +421,13 @@ class SQLiteStudyStore(StudyStore):
     # -- candidates ------------------------------------------------------------------------
     def put_candidate(self, record: CandidateRecord) -> None:
         self._check_writable("put_candidate")
-        row = _record_to_row(record)
+        row = record_to_row(record)
         samples = tuple(record.samples_ms)
-        blob = _samples_blob(samples) if samples else None
+        blob = samples_blob(samples) if samples else None
         number = row[0]
 
         def body(conn: sqlite3.Connection) -> None:
-            conn.execute(_INSERT_CANDIDATE, row)
+            conn.execute(INSERT_CANDIDATE, row)
             conn.execute("DELETE FROM samples WHERE number = ?", (number,))
             if blob is not None:
                 conn.execute(
@@ -606,20 +440,20 @@ class SQLiteStudyStore(StudyStore):
     def candidates(self, *, with_samples: bool = False) -> list[CandidateRecord]:
         if with_samples:
             rows = self._read(
-                f"{_SELECT_CANDIDATES}, s.data FROM candidates c "
+                f"{SELECT_CANDIDATES}, s.data FROM candidates c "
                 "LEFT JOIN samples s ON s.number = c.number ORDER BY c.number"
             )
-            return [_row_to_record(r[:-1], r[-1]) for r in rows]
-        rows = self._read(f"{_SELECT_CANDIDATES} FROM candidates c ORDER BY c.number")
-        return [_row_to_record(r, None) for r in rows]
+            return rows_to_records([r[:-1] for r in rows], [r[-1] for r in rows])
+        rows = self._read(f"{SELECT_CANDIDATES} FROM candidates c ORDER BY c.number")
+        return rows_to_records(rows)
 
     def candidate(self, number: int) -> CandidateRecord | None:
         rows = self._read(
-            f"{_SELECT_CANDIDATES}, s.data FROM candidates c "
+            f"{SELECT_CANDIDATES}, s.data FROM candidates c "
             "LEFT JOIN samples s ON s.number = c.number WHERE c.number = ?",
             (int(number),),
         )
-        return _row_to_record(rows[0][:-1], rows[0][-1]) if rows else None
+        return rows_to_records([rows[0][:-1]], [rows[0][-1]])[0] if rows else None
 
     def delete_unfinished(self) -> list[int]:
         unfinished = (CandidateState.PENDING.value, CandidateState.RUNNING.value)
@@ -643,7 +477,7 @@ class SQLiteStudyStore(StudyStore):
         if not isinstance(kind, str) or not kind:
             msg = f"event kind must be a non-empty str (got {kind!r})"
             raise StoreError(msg)
-        text = _dumps(payload, f"event '{kind}' payload")
+        text = dumps(payload, f"event '{kind}' payload")
         self._write(
             f"add event '{kind}'",
             lambda conn: conn.execute(
