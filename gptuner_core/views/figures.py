@@ -48,8 +48,9 @@ def accuracy_latency_figure(
 ) -> go.Figure:
     """Accuracy loss vs median latency, one marker style per category, Pareto front, ε line.
 
-    Crashed / build-failed / timed-out candidates have no latency; they are drawn as grey ``x``
-    markers in a strip to the right of the slowest measured candidate, with their state on hover.
+    Candidates without a latency (crashed, build-failed, timed out, or rejected by the gate before
+    timing) are drawn as ``x`` markers in a strip to the right of the slowest measured candidate,
+    with their state and error on hover.
     """
     import numpy as np
     import plotly.graph_objects as go
@@ -74,16 +75,19 @@ def accuracy_latency_figure(
                 "<br>%{customdata[1]}<extra></extra>",
             )
         )
-    failed = df[df["category"] == FAILED]
-    if len(failed):
+    untimed = df[df["median_ms"].isna()]
+    for cat in (FAILED, ACCURACY_FAILED, NOT_MEASURED):
+        sub = untimed[untimed["category"] == cat]
+        if sub.empty:
+            continue
         fig.add_trace(
             go.Scattergl(
-                x=[lat_max * 1.08] * len(failed),
-                y=loss_all[failed.index],
+                x=[lat_max * 1.08] * len(sub),
+                y=loss_all[sub.index],
                 mode="markers",
-                name=f"crashed / failed, no latency ({len(failed)})",
-                marker={**STYLE[FAILED], "size": 9},
-                customdata=np.stack([failed["number"], failed["state"], failed["error"]], axis=-1),
+                name=f"{cat}, no latency ({len(sub)})",
+                marker={**STYLE[cat], "size": 9, "symbol": "x" if cat == FAILED else "x-open"},
+                customdata=np.stack([sub["number"], sub["state"], sub["error"]], axis=-1),
                 hovertemplate="#%{customdata[0]} %{customdata[1]}<br>%{customdata[2]}"
                 "<extra></extra>",
             )
