@@ -1,0 +1,88 @@
+"""Scenario tests: pages driven with seeded session state against a finished study."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from gptuner_core.dashboard import state
+from tests.app_tests.conftest import APP
+
+
+def _page(ws, page, monkeypatch, **seed) -> AppTest:
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(ws))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    for key, value in seed.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_overview_lists_the_study(finished_workspace, monkeypatch) -> None:
+    """The overview table has the study, its status and its winner with CI."""
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(finished_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    df = at.dataframe[0].value
+    row = df.iloc[0]
+    assert row["study"] == "digits-study" and row["status"] == "finished"
+    assert row["best speedup (95 % CI)"].endswith(")") and "[" in row["best speedup (95 % CI)"]
+    assert row["stale"].startswith("⚠")  # recorded on 'synthetic-host', not this machine
+
+
+def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
+    """Raising ε admits accuracy-failed candidates: the eligible count grows, nothing re-runs."""
+    at = _page(finished_workspace, "pages/4_Results.py", monkeypatch)
+    metrics = {m.label: m.value for m in at.metric}
+    eligible_before = int(metrics["eligible"])
+    failed_before = int(metrics["accuracy-failed"])
+    assert failed_before > 0
+    at.number_input(key="res_eps_digits-study").set_value(1.0).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["eligible"]) == eligible_before + failed_before
+    assert int(metrics["accuracy-failed"]) == 0
+    assert at.session_state[state.EPSILON] == {"digits-study": 1.0}
+
+
+def test_results_table_filter(finished_workspace, monkeypatch) -> None:
+    """The table filter narrows rows to one category."""
+    at = _page(finished_workspace, "pages/4_Results.py", monkeypatch)
+    at.multiselect(key="res_cats").set_value(["crashed / failed"]).run()
+    table = at.dataframe[0].value
+    assert len(table) > 0 and set(table["category"]) == {"crashed / failed"}
+
+
+def test_route_trace_seeded_candidate(finished_workspace, monkeypatch) -> None:
+    """The route trace shows the candidate chosen elsewhere (session state), with layers."""
+    at = _page(finished_workspace, "pages/5_Route_trace.py", monkeypatch,
+               **{state.STUDY: "digits-study", state.CANDIDATE: 0})
+    fields = dict(at.dataframe[0].value.values.tolist())
+    assert fields["number"] == "0"
+    layer_tables = [d.value for d in at.dataframe if "time_ms" in d.value.columns]
+    assert layer_tables and "conv1" in list(layer_tables[0]["name"])
+    assert any("gptuner tune" in c.value for c in at.code)
+
+
+def test_compare_seeded(finished_workspace, monkeypatch) -> None:
+    """Compare shows the route differences of the seeded candidates."""
+    at = _page(finished_workspace, "pages/6_Compare.py", monkeypatch,
+               **{state.STUDY: "digits-study", state.COMPARE: [0, 1, 2]})
+    assert at.multiselect(key="cmp_pick_digits-study").value == [0, 1, 2]
+    assert not at.error
+
+
+def test_live_finished_study_offers_results(finished_workspace, monkeypatch) -> None:
+    """A finished study shows full progress and no stop button."""
+    at = _page(finished_workspace, "pages/3_Live.py", monkeypatch)
+    assert not [b for b in at.button if b.key == "live_stop"]
+    assert any("finished" in m.value for m in at.markdown)
+
+
+def test_new_run_rejects_bad_upload(empty_workspace, monkeypatch) -> None:
+    """A file that is not ONNX is refused with a clear message, never a traceback."""
+    at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    at.radio(key="nr_source").set_value("Upload").run()
+    at.file_uploader(key="nr_model_file").upload("model.onnx", b"this is not onnx").run()
+    assert not at.exception
+    assert any("not a valid ONNX model" in e.value for e in at.error)
+    assert not list(empty_workspace.rglob("*.onnx"))  # nothing stored
