@@ -1,0 +1,139 @@
+"""Lazy, name-keyed strategy registry.
+
+Strategies are imported on first use, so ``import gptuner_core.strategies`` never pulls in optuna.
+A strategy whose module cannot be imported (optuna missing) is reported as
+``strategy 'tpe' is unavailable: cannot import ... (No module named 'optuna')``.
+
+:func:`describe_strategies` is the single declaration the CLI help and the dashboard's strategy
+form are generated from.
+
+The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.errors import StrategyError
+from gptuner_core.strategies._base import Proposal
+from gptuner_core.strategies._base import Strategy
+from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies._base import validate_options
+
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gptuner_core.expressions import Expression
+    from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.routes import Route
+
+#: name -> "module:Class"
+_STRATEGIES: dict[str, str] = {
+    "fast": "gptuner_core.strategies.fast:FastStrategy",
+    "full": "gptuner_core.strategies.full:FullStrategy",
+    "mixed": "gptuner_core.strategies.mixed:MixedStrategy",
+    "mixed_noise": "gptuner_core.strategies.mixed_noise:MixedNoiseStrategy",
+    "random": "gptuner_core.strategies.random:RandomStrategy",
+    "tpe": "gptuner_core.strategies.tpe:TpeStrategy",
+    "fast_tpe": "gptuner_core.strategies.tpe:FastTpeStrategy",
+    "gp": "gptuner_core.strategies.gp:GpStrategy",
+    "nsga2": "gptuner_core.strategies.nsga2:Nsga2Strategy",
+    "race": "gptuner_core.strategies.race:RaceStrategy",
+}
+
+#: The strategy ``gptuner tune`` uses when none is given (justified by the benchmark).
+DEFAULT_STRATEGY = "fast_tpe"
+
+
+def strategy_names() -> list[str]:
+    """Every registered name, in registry order."""
+    return list(_STRATEGIES)
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """Import and return the class registered as ``name``."""
+    try:
+        target = _STRATEGIES[name]
+    except KeyError:
+        msg = f"unknown strategy '{name}' (available: {', '.join(_STRATEGIES)})"
+        raise StrategyError(msg) from None
+    module_name, _, cls_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, cls_name)
+    except (ImportError, AttributeError) as exc:
+        msg = f"strategy '{name}' is unavailable: cannot import {target} ({exc})"
+        raise StrategyError(msg) from None
+
+
+def get_strategy(
+    name: str,
+    space: Expression,
+    *,
+    seed: int = 0,
+    db: KnobDatabase | None = None,
+    warm_start: Sequence[Route] = (),
+    **options: Any,
+) -> Strategy:
+    """Instantiate strategy ``name`` over ``space`` with validated ``options``."""
+    cls = strategy_class(name)
+    try:
+        return cls(space, seed=seed, db=db, warm_start=warm_start, **options)
+    except ImportError as exc:
+        msg = f"strategy '{name}' is unavailable: {exc}"
+        raise StrategyError(msg) from None
+
+
+def _option_json(opt: StrategyOption) -> dict[str, Any]:
+    return {
+        "description": opt.description,
+        "default": opt.default,
+        "type": opt.type.__name__,
+        "choices": list(opt.choices) if opt.choices is not None else None,
+    }
+
+
+def describe_strategies() -> list[dict[str, Any]]:
+    """``[{name, summary, default, available, reason, options: {name: {...}}}]`` for every strategy.
+
+    Never raises: an unimportable strategy is listed with ``available=False`` and the cause.
+    """
+    out = []
+    for name in _STRATEGIES:
+        try:
+            cls = strategy_class(name)
+        except StrategyError as exc:
+            out.append({"name": name, "summary": "", "default": name == DEFAULT_STRATEGY,
+                        "available": False, "reason": str(exc), "options": {}})
+            continue
+        available, reason = True, ""
+        if name in ("tpe", "fast_tpe", "gp", "nsga2"):
+            try:
+                importlib.import_module("optuna")
+            except ImportError as exc:
+                available, reason = False, f"strategy '{name}' is unavailable: {exc}"
+        out.append({
+            "name": name,
+            "summary": cls.summary,
+            "default": name == DEFAULT_STRATEGY,
+            "available": available,
+            "reason": reason,
+            "options": {k: _option_json(v) for k, v in cls.options.items()},
+        })
+    return out
+
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "Proposal",
+    "Strategy",
+    "StrategyOption",
+    "describe_strategies",
+    "get_strategy",
+    "strategy_class",
+    "strategy_names",
+    "validate_options",
+]

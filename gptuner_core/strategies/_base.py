@@ -7,7 +7,12 @@ strategy. Contract (checked by ``tests/strategies_tests``):
 * the first proposal is the default route of the space (baseline, 1.0x);
 * a route whose :meth:`Route.key` was already evaluated in the study is never proposed again
   (``history`` holds every record of the study, including those of an earlier, resumed run);
-* ``ask`` returns ``None`` when the strategy is done; the tuner enforces budgets on top.
+* ``ask`` returns ``None`` when the strategy is done; the tuner enforces budgets on top;
+* routes given as ``warm_start`` (best routes of earlier studies) come right after the baseline.
+
+``history`` passed to :meth:`Strategy.ask` is the source of truth (it survives a resume);
+:meth:`Strategy.tell` is an optional hook. Helpers here (:meth:`Strategy.key`,
+:meth:`Strategy.evaluated`, :meth:`Strategy.prelude`) keep the dedupe rule in one place.
 
 Options are declared as data (``options``: name -> :class:`StrategyOption`) and validated with a
 message listing the allowed names; the same declaration drives CLI help and the dashboard form.
@@ -22,19 +27,23 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
+from gptuner_core.errors import InvalidRouteError
 from gptuner_core.errors import StrategyError
+from gptuner_core.routes import Route
 
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.expressions import Expression
+    from gptuner_core.knobs import KnobDatabase
     from gptuner_core.records import CandidateRecord
-    from gptuner_core.routes import Route
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StrategyOption:
+    """One declared option: drives validation, ``gptuner tune --help`` and the dashboard form."""
+
     description: str
     default: Any
     type: type = str
@@ -100,11 +109,81 @@ class Strategy(abc.ABC):
     summary: ClassVar[str] = ""
     options: ClassVar[dict[str, StrategyOption]] = {}
 
-    def __init__(self, space: Expression, *, seed: int = 0, **options: Any) -> None:
+    def __init__(
+        self,
+        space: Expression,
+        *,
+        seed: int = 0,
+        db: KnobDatabase | None = None,
+        warm_start: Sequence[Route] = (),
+        **options: Any,
+    ) -> None:
         self.space = space
         self.seed = seed
+        self.db = db
         self.opts = validate_options(self.name, self.options, options)
+        self._defaults = dict(zip(space.names, space.defaults, strict=True))
+        if db is not None:
+            self._defaults.update({k.name: k.default for k in db})
+        self.warm_start = tuple(self._restrict(r) for r in warm_start)
+        self._keys_cache: tuple[int, set[str]] = (-1, set())
 
+    # -- helpers shared by every strategy --------------------------------------------------
+    def _restrict(self, route: Route) -> Route:
+        """Keep only the knobs of this space (a warm-start route of another study)."""
+        names = set(self.space.names)
+        return Route(tuple((n, v) for n, v in route.assignments if n in names))
+
+    def key(self, route: Route | str) -> str:
+        """Dedupe identity, equal to ``Route.key(db)``: sorted tokens, defaults dropped."""
+        if isinstance(route, str):
+            route = Route.parse(route)
+        return " ".join(
+            f"{n}={v}" for n, v in sorted(route.assignments) if self._defaults.get(n) != v
+        )
+
+    def record_key(self, record: CandidateRecord) -> str | None:
+        try:
+            return self.key(record.requested_route)
+        except InvalidRouteError:
+            return None
+
+    def evaluated(self, history: Sequence[CandidateRecord]) -> set[str]:
+        """Keys of every route in ``history`` (any state: a crash is not retried)."""
+        n, keys = self._keys_cache
+        if n > len(history):
+            n, keys = 0, set()
+        for rec in history[max(n, 0) :]:
+            k = self.record_key(rec)
+            if k is not None:
+                keys.add(k)
+        self._keys_cache = (len(history), keys)
+        return keys
+
+    def by_key(self, history: Sequence[CandidateRecord]) -> dict[str, CandidateRecord]:
+        """Latest record per route key (a race re-measurement replaces the short one)."""
+        out: dict[str, CandidateRecord] = {}
+        for rec in history:
+            k = self.record_key(rec)
+            if k is not None:
+                out[k] = rec
+        return out
+
+    def prelude(self, history: Sequence[CandidateRecord]) -> Proposal | None:
+        """The baseline, then each warm-start route, unless already evaluated."""
+        seen = self.evaluated(history)
+        base = self.space.baseline()
+        if self.key(base) not in seen:
+            return Proposal(route=base, info={"phase": "baseline"})
+        for i, route in enumerate(self.warm_start):
+            if self.key(route) not in seen:
+                return Proposal(route=route, info={"phase": "warm_start", "warm_index": i})
+        return None
+
+    def baseline_record(self, history: Sequence[CandidateRecord]) -> CandidateRecord | None:
+        return self.by_key(history).get(self.key(self.space.baseline()))
+
+    # -- the contract ----------------------------------------------------------------------
     @abc.abstractmethod
     def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
         """Next route to evaluate, or ``None`` when done."""
@@ -115,3 +194,11 @@ class Strategy(abc.ABC):
     def planned(self) -> int | None:
         """How many candidates this strategy intends to evaluate, if known (for progress/ETA)."""
         return None
+
+
+def latency_of(record: CandidateRecord | None) -> float | None:
+    """Median latency in ms of a record that ran (any state but a failure), else ``None``."""
+    if record is None or record.latency is None or record.state.is_failure():
+        return None
+    value = record.latency.median_ms
+    return value if value > 0 else None

@@ -1,0 +1,55 @@
+"""``tpe``: Optuna's Tree-structured Parzen Estimator over the variable knobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies._optuna import COMMON_OPTIONS
+from gptuner_core.strategies._optuna import OptunaStrategy
+
+
+class TpeStrategy(OptunaStrategy):
+    name = "tpe"
+    summary = (
+        "Optuna TPE (model-based): proposes routes likely to be fast from what was measured; "
+        "accuracy as a constraint; failures told as a latency penalty."
+    )
+    options = {
+        **COMMON_OPTIONS,
+        "multivariate": StrategyOption(
+            description="model knob interactions jointly (multivariate TPE)", default=True, type=bool
+        ),
+    }
+
+    def make_sampler(self) -> Any:
+        import warnings
+
+        optuna = self.optuna
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(
+                seed=self.seed,
+                n_startup_trials=self.opts["n_startup_trials"],
+                multivariate=self.opts["multivariate"],
+                **self.constraint_kwargs(),
+            )
+
+
+class FastTpeStrategy(TpeStrategy):
+    name = "fast_tpe"
+    summary = (
+        "trtexec's fast one-offs first (every knob value tried once against the baseline), then "
+        "multivariate TPE seeded with them."
+    )
+    options = {
+        **TpeStrategy.options,
+        "startup": StrategyOption(
+            description="first routes: Optuna's random startup, or trtexec's fast one-offs",
+            default="fast",
+            choices=("random", "fast"),
+        ),
+        "n_startup_trials": StrategyOption(
+            description="random (or fast) trials before the model is used", default=0, type=int
+        ),
+    }
