@@ -187,7 +187,8 @@ def resolve_profiles(
             shape = tuple(int(d) for d in feed_shapes[spec.name])
             prof = Profile(min=shape, opt=shape, max=shape)
         if prof is None:
-            missing.append(f"{spec.name}{list(spec.shape)}")
+            dims = ", ".join("?" if d is None else str(d) for d in spec.shape)
+            missing.append(f"'{spec.name}' [{dims}]")
             continue
         if len(prof.opt) != len(spec.shape):
             msg = f"profile for input '{spec.name}' has rank {len(prof.opt)}, the model's input has rank {len(spec.shape)} {list(spec.shape)}"
@@ -199,7 +200,7 @@ def resolve_profiles(
         out[spec.name] = prof
     if missing:
         msg = (
-            f"dynamic input(s) {missing} need an optimization profile: set the backend option "
+            f"dynamic input(s) {', '.join(missing)} need an optimization profile: set the backend option "
             "profiles = {name: {min: [...], opt: [...], max: [...]}} or give the study a dataset"
         )
         raise BackendError(msg)
