@@ -2,8 +2,8 @@
 
 Everything here is a pure function of its inputs (and a seed), built on scipy where scipy has the
 tool: the distribution-free confidence interval of the median uses the binomial distribution of
-order statistics (``scipy.stats.binom``), bootstrap intervals use ``scipy.stats.bootstrap``, the
-coefficient of variation ``scipy.stats.variation``.
+order statistics (the binomial CDF ``scipy.special.bdtr``, i.e. ``scipy.stats.binom.cdf`` without
+importing ``scipy.stats`` in every child process), bootstrap intervals use ``scipy.stats.bootstrap``.
 
 Timing distributions are skewed and often multimodal, so the *median* is the location we compare
 (not the mean, which one outlier moves, and not the minimum, which invites "lucky-min" winners).
@@ -56,13 +56,17 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
     whose coverage still reaches ``confidence``. Below about 6 samples no rank reaches 95 %; the
     extremes ``[min, max]`` are returned with their (lower) true coverage.
     """
-    from scipy.stats import binom
+    # scipy.special.bdtr is the binomial CDF (scipy.stats.binom.cdf without the 1 s import of
+    # scipy.stats, which every candidate's child process would pay).
+    from scipy.special import bdtr
 
     alpha = 1.0 - confidence
-    # Smallest k with F(k) >= alpha/2; then l = k gives F(l-1) < alpha/2 (coverage >= confidence).
-    l1 = int(binom.ppf(alpha / 2.0, n, 0.5))
-    l1 = max(1, min(l1, (n + 1) // 2))
-    coverage = 1.0 - 2.0 * float(binom.cdf(l1 - 1, n, 0.5))
+    half = (n + 1) // 2
+    cdf = bdtr(np.arange(half), n, 0.5)  # F(0) .. F(half - 1)
+    # Largest l (1-based) with F(l - 1) < alpha / 2, so the coverage 1 - 2 F(l - 1) >= confidence.
+    l1 = max(1, int(np.searchsorted(cdf, alpha / 2.0, side="left")))
+    l1 = min(l1, half)
+    coverage = 1.0 - 2.0 * float(bdtr(l1 - 1, n, 0.5))
     return l1 - 1, n - l1, coverage
 
 
@@ -108,8 +112,6 @@ def summarize(
     Returns:
         median, mean, min, p5/p95/p99, CV (sample std / mean, 0 for one sample) and the CI.
     """
-    from scipy.stats import variation
-
     arr = _as_samples(samples_ms, "samples_ms")
     if not (isinstance(calls_per_sample, int) and calls_per_sample >= 1):
         msg = f"calls_per_sample must be an integer >= 1 (got {calls_per_sample!r})"
@@ -117,7 +119,7 @@ def summarize(
     lo, hi = median_ci(arr, confidence)
     p5, p95, p99 = np.percentile(arr, [5.0, 95.0, 99.0])
     mean = float(np.mean(arr))
-    cv = float(variation(arr, ddof=1)) if arr.size > 1 and mean > 0 else 0.0
+    cv = float(np.std(arr, ddof=1) / mean) if arr.size > 1 and mean > 0 else 0.0
     return LatencyStats(
         median_ms=float(np.median(arr)),
         mean_ms=mean,
