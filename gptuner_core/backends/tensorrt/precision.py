@@ -11,8 +11,11 @@ given:
 * ``int8_qdq``: explicit Q/DQ from static calibration on the study's inputs, with *symmetric*
   int8 activations and weights (TensorRT's explicit quantization needs zero points of 0).
 
-The transforms use ``onnxconverter_common.float16`` and ``onnxruntime.quantization`` (the tools
-the ONNX Runtime backend uses); they run on the CPU, so they are unit-tested here.
+``fp16`` reuses the ONNX Runtime backend's transform (``backends/onnxruntime/transforms.py``,
+``apply_transform`` with ``TransformParams(fp16=True)``). ``int8_qdq`` calls
+``onnxruntime.quantization.quantize_static`` directly, because TensorRT needs *symmetric*
+activations (``ActivationSymmetric``), which the ONNX Runtime backend's parameters do not expose.
+Both run on the CPU, so they are unit-tested here.
 """
 
 from __future__ import annotations
@@ -70,12 +73,19 @@ class _Reader:
 
 
 def to_fp16(model: Path, out: Path) -> Path:
+    """Reuses the ONNX Runtime backend's fp16 transform (``keep_io_types=True``), written to ``out``."""
+    import hashlib
+    import shutil
+
     import onnx
-    from onnxconverter_common import float16
+
+    from gptuner_core.backends.onnxruntime.transforms import TransformParams
+    from gptuner_core.backends.onnxruntime.transforms import apply_transform
 
     m = onnx.load(str(model))
-    converted = float16.convert_float_to_float16(m, keep_io_types=True)
-    onnx.save(converted, str(out))
+    sha = hashlib.sha256(model.read_bytes()).hexdigest()
+    outcome = apply_transform(model, m, sha, TransformParams(fp16=True), out.parent / "transforms", None)
+    shutil.copyfile(outcome.path, out)
     return out
 
 
