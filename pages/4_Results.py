@@ -122,5 +122,5 @@ with tabs[4]:
         c1, c2 = st.columns(2)
         c1.page_link("pages/5_Route_trace.py", label="Route trace", icon="🔎")
         c2.page_link("pages/6_Compare.py", label="Compare", icon="⚖️")
-    st.download_button("Download CSV", views.to_csv(shown), file_name=f"{study.name}.csv",
+    st.download_button("Download CSV", lambda: views.to_csv(shown), file_name=f"{study.name}.csv",
                        mime="text/csv", key="res_csv")
