@@ -133,7 +133,9 @@ class OnnxRuntimeBackend(Backend):
         }
 
     # -- planning (pure) ------------------------------------------------------------------
-    def plan(self, model: Path, route: Route) -> tuple[Any, KnobDatabase, dict[str, str], list[str]]:
+    def plan(
+        self, model: Path, route: Route
+    ) -> tuple[Any, KnobDatabase, dict[str, str], list[str]]:
         """(parsed model, knob db, normalized values of every knob, normalization notes)."""
         proto = M.load_model(model)
         db = K.build_knob_database(proto)

@@ -168,9 +168,7 @@ SESSION_KNOBS = (
     KnobSpec(MEM_PATTERN, ("on", "off"), "on", "SessionOptions.enable_mem_pattern."),
     KnobSpec(CPU_ARENA, ("on", "off"), "on", "SessionOptions.enable_cpu_mem_arena."),
     KnobSpec(MEM_REUSE, ("on", "off"), "on", "SessionOptions.enable_mem_reuse."),
-    KnobSpec(
-        DETERMINISTIC, ("off", "on"), "off", "SessionOptions.use_deterministic_compute."
-    ),
+    KnobSpec(DETERMINISTIC, ("off", "on"), "off", "SessionOptions.use_deterministic_compute."),
     KnobSpec(
         CONFIG_PREFIX + "session.intra_op.allow_spinning",
         ("1", "0"),

@@ -59,7 +59,8 @@ class OrtRunner(Runner):
                 raise BackendError(msg)
             bad_rank = len(arr.shape) != len(spec.shape)
             bad_dim = any(
-                isinstance(want, int) and want != got for want, got in zip(spec.shape, arr.shape, strict=False)
+                isinstance(want, int) and want != got
+                for want, got in zip(spec.shape, arr.shape, strict=False)
             )
             if bad_rank or bad_dim:
                 msg = (

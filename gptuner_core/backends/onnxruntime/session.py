@@ -44,7 +44,9 @@ _QDQ_ONLY = (
 _UNSET_VALUES = {K.CONFIG_PREFIX + "optimization.disable_specified_optimizers": "none"}
 
 
-def normalize(values: dict[str, str], defaults: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def normalize(
+    values: dict[str, str], defaults: dict[str, str]
+) -> tuple[dict[str, str], list[str]]:
     out = dict(values)
     notes: list[str] = []
 
@@ -73,7 +75,9 @@ def config_entries(values: dict[str, str]) -> dict[str, str]:
     return entries
 
 
-def session_options(values: dict[str, str], optimized_path: str | None = None) -> ort.SessionOptions:
+def session_options(
+    values: dict[str, str], optimized_path: str | None = None
+) -> ort.SessionOptions:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -81,7 +85,9 @@ def session_options(values: dict[str, str], optimized_path: str | None = None) -
     so.graph_optimization_level = getattr(
         ort.GraphOptimizationLevel, OPT_LEVELS[values.get(K.OPT_LEVEL, "all")]
     )
-    so.execution_mode = getattr(ort.ExecutionMode, EXEC_MODES[values.get(K.EXEC_MODE, "sequential")])
+    so.execution_mode = getattr(
+        ort.ExecutionMode, EXEC_MODES[values.get(K.EXEC_MODE, "sequential")]
+    )
     so.intra_op_num_threads = int(values.get(K.INTRA, "0"))
     so.inter_op_num_threads = int(values.get(K.INTER, "0"))
     for name, attr in _BOOL_ATTRS.items():

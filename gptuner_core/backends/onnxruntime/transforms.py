@@ -77,7 +77,9 @@ class TransformParams:
         return data
 
 
-def normalize(values: dict[str, str], defaults: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def normalize(
+    values: dict[str, str], defaults: dict[str, str]
+) -> tuple[dict[str, str], list[str]]:
     """Reset precision knobs that have no effect; return (new values, notes). Rejects fp16+int8."""
     out = dict(values)
     notes: list[str] = []
@@ -147,7 +149,11 @@ def calibration_sha(calibration: dict[str, np.ndarray] | None) -> str:
 
 def cache_key(model_sha: str, params: TransformParams, calib_sha: str) -> str:
     text = json.dumps(
-        {"model": model_sha, "params": params.to_json(), "calibration": calib_sha if params.static else ""},
+        {
+            "model": model_sha,
+            "params": params.to_json(),
+            "calibration": calib_sha if params.static else "",
+        },
         sort_keys=True,
     )
     return hashlib.sha256(text.encode()).hexdigest()
@@ -213,6 +219,9 @@ def _quantize(
     op_types = _OP_TYPES[params.op_types]
     weight = getattr(q.QuantType, _QTYPES[params.weight_type])
     if params.mode == "dynamic":
+        # quantize_dynamic first rewrites Gemm as MatMul + Add, renaming the node
+        # '<name>_MatMul', so an exclusion by the original name alone would be ignored.
+        excluded = [n for name in params.excluded_nodes for n in (name, f"{name}_MatMul")]
         q.quantize_dynamic(
             src,
             dst,
@@ -220,7 +229,7 @@ def _quantize(
             per_channel=params.per_channel,
             reduce_range=params.reduce_range,
             weight_type=weight,
-            nodes_to_exclude=list(params.excluded_nodes),
+            nodes_to_exclude=excluded,
         )
         return
     rows = _check_calibration(model, calibration)
@@ -247,8 +256,16 @@ def _fp16(model: onnx.ModelProto, dst: Path) -> None:
     onnx.save(converted, str(dst))
 
 
+def _source_name(name: str) -> str:
+    """The original node name of a quantizer-made node (``/fc/Gemm_MatMul_quant`` -> ``/fc/Gemm``)."""
+    for suffix in ("_quant", "_MatMul"):
+        name = name.removesuffix(suffix)
+    return name
+
+
 def quantized_nodes(transformed: onnx.ModelProto) -> tuple[str, ...]:
-    """Names of integer compute nodes: QDQ-wrapped Conv/MatMul/Gemm, or QLinear*/QGemm/*Integer."""
+    """Original names of the nodes that run in integer: QDQ-wrapped Conv/MatMul/Gemm, or
+    QLinear*/QGemm/*Integer nodes made by QOperator and dynamic quantization."""
     producers = {o: n.op_type for n in transformed.graph.node for o in n.output}
     inits = {i.name for i in transformed.graph.initializer}
     names = []
@@ -257,9 +274,13 @@ def quantized_nodes(transformed: onnx.ModelProto) -> tuple[str, ...]:
             fed = [producers.get(i) for i in n.input[:2] if i and i not in inits]
             if "DequantizeLinear" in fed:
                 names.append(n.name)
-        elif n.op_type.startswith("QLinear") or n.op_type in ("QGemm", "ConvInteger", "MatMulInteger"):
+        elif n.op_type.startswith("QLinear") or n.op_type in (
+            "QGemm",
+            "ConvInteger",
+            "MatMulInteger",
+        ):
             if n.op_type not in ("QLinearAdd", "QLinearMul"):
-                names.append(n.name)
+                names.append(_source_name(n.name))
     return tuple(names)
 
 
