@@ -41,7 +41,8 @@ if gate_on:
     chosen[study.name] = epsilon
     state.put(state.EPSILON, chosen)
 max_drop = cfg.get("max_task_drop")
-ranked = views.apply_epsilon(frame, epsilon if gate_on else None, max_drop=max_drop)
+ranked = views.apply_epsilon(frame, snap.records, epsilon if gate_on else None, metric=metric,
+                             task_metric=cfg.get("task_metric"), max_drop=max_drop)
 best = views.winner(ranked)
 counts = ranked["category"].value_counts()
 c3.caption(
@@ -102,7 +103,7 @@ with tabs[4]:
                 knob_filter[k] = st.multiselect(k, values, key=f"res_kf_{k}")
     shown = views.filter_frame(ranked, categories=cats, text=text, knob_values=knob_filter)
     cols = ["number", "rank", "category", "state", "speedup", "median_ms", "ci_low_ms", "ci_high_ms",
-            "max_loss", "cv", "n_samples", "build_time_s", "route", "error"]
+            "max_loss", "gate_reason", "cv", "n_samples", "build_time_s", "route", "error"]
     table = st.dataframe(
         shown, column_order=cols + [c for c in shown.columns if c.startswith("knob:")],
         hide_index=True, width="stretch", key="res_table", on_select="rerun",

@@ -63,7 +63,7 @@ class TestCandidatesFrame:
 class TestEpsilon:
     def test_categories_at_configured_epsilon(self, records) -> None:
         """Eligible, accuracy-failed, crashed and 'passes but never timed' are told apart."""
-        df = views.apply_epsilon(views.candidates_frame(records), 1e-3)
+        df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         assert list(df["category"]) == [
             views.ELIGIBLE, views.ELIGIBLE, views.ACCURACY_FAILED, views.FAILED,
             views.ELIGIBLE, views.ACCURACY_FAILED,
@@ -72,27 +72,33 @@ class TestEpsilon:
 
     def test_loosening_epsilon_reranks(self, records) -> None:
         """A larger ε admits #2 (stored loss 5e-3) and makes it the winner, with no re-run."""
-        df = views.apply_epsilon(views.candidates_frame(records), 1e-2)
+        df = views.apply_epsilon(views.candidates_frame(records), records, 1e-2)
         assert df.loc[2, "category"] == views.ELIGIBLE
         assert views.winner(df)["number"] == 2
         assert df.loc[5, "category"] == views.ACCURACY_FAILED
 
     def test_epsilon_is_exclusive_like_trtexec(self, records) -> None:
         """A loss equal to ε fails (trtexec: fails if loss >= ε)."""
-        df = views.apply_epsilon(views.candidates_frame(records), 1e-4)
+        df = views.apply_epsilon(views.candidates_frame(records), records, 1e-4)
         assert df.loc[1, "category"] == views.ACCURACY_FAILED
         assert views.winner(df)["number"] == 0
 
     def test_passing_but_untimed(self) -> None:
         """An accuracy-failed candidate never timed shows as not measured once ε admits it."""
-        df = views.apply_epsilon(
-            views.candidates_frame([rec(0, "", ms=1.0, loss=0.0),
-                                    rec(1, "-a=1", CandidateState.ACCURACY_FAILED, loss=0.5)]), 1.0)
+        rs = [rec(0, "", ms=1.0, loss=0.0), rec(1, "-a=1", CandidateState.ACCURACY_FAILED, loss=0.5)]
+        df = views.apply_epsilon(views.candidates_frame(rs), rs, 1.0)
         assert df.loc[1, "category"] == views.NOT_MEASURED
+
+    def test_non_finite_loss_fails_and_reason_is_kept(self) -> None:
+        """A NaN loss never passes the gate, and the reason names the output."""
+        rs = [rec(0, "", ms=1.0, loss=0.0), rec(1, "-a=1", ms=0.5, loss=float("nan"))]
+        df = views.apply_epsilon(views.candidates_frame(rs), rs, 1.0)
+        assert df.loc[1, "category"] == views.ACCURACY_FAILED
+        assert "'out'" in df.loc[1, "gate_reason"]
 
     def test_no_gate(self, records) -> None:
         """Without ε every timed, non-crashed candidate is eligible."""
-        df = views.apply_epsilon(views.candidates_frame(records), None)
+        df = views.apply_epsilon(views.candidates_frame(records), records, None)
         assert (df["category"] == views.ELIGIBLE).sum() == 4
 
     def test_task_metric_drop(self) -> None:
@@ -100,10 +106,11 @@ class TestEpsilon:
         rs = [
             CandidateRecord(number=i, requested_route=f"-a={i}", state=CandidateState.COMPLETE,
                             latency=lat(10 - i),
-                            accuracy=AccuracyResult(metric="l2", losses={}, task_metric=t))
+                            accuracy=AccuracyResult(metric="l2", losses={}, task_metric=t,
+                                                    task_metric_name="top1"))
             for i, t in enumerate([0.95, 0.94, 0.90])
         ]
-        df = views.apply_epsilon(views.candidates_frame(rs), None, max_drop=0.02)
+        df = views.apply_epsilon(views.candidates_frame(rs), rs, None, task_metric="top1", max_drop=0.02)
         assert list(df["category"]) == [views.ELIGIBLE, views.ELIGIBLE, views.ACCURACY_FAILED]
 
 
@@ -119,7 +126,7 @@ class TestPareto:
 
 def test_best_so_far(records) -> None:
     """Running minimum over eligible candidates in study order."""
-    df = views.apply_epsilon(views.candidates_frame(records), 1e-3)
+    df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
     hist = views.best_so_far(df)
     assert list(hist["number"]) == [0, 1, 4]
     assert list(hist["best_ms"]) == [10.0, 8.0, 8.0]
@@ -127,7 +134,7 @@ def test_best_so_far(records) -> None:
 
 def test_filter_frame(records) -> None:
     """Filters combine category, text in route/error and knob values."""
-    df = views.apply_epsilon(views.candidates_frame(records), 1e-3)
+    df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
     assert list(views.filter_frame(df, categories=[views.FAILED])["number"]) == [3]
     assert list(views.filter_frame(df, text="SIGSEGV")["number"]) == [3]
     assert list(views.filter_frame(df, knob_values={"-b": ["y"]}, categories=[views.ELIGIBLE])["number"]) == [4]
@@ -137,7 +144,7 @@ def test_filter_frame(records) -> None:
 class TestFigures:
     def test_scatter_has_distinct_traces(self, records) -> None:
         """Eligible, accuracy-failed, failed and the Pareto front are separate traces; ε is a line."""
-        df = views.apply_epsilon(views.candidates_frame(records), 1e-3)
+        df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         fig = views.accuracy_latency_figure(df, epsilon=1e-3)
         names = [t.name for t in fig.data]
         assert any(n.startswith("eligible (3)") for n in names)
@@ -148,7 +155,7 @@ class TestFigures:
         assert fig.layout.shapes[0].y0 == 1e-3
 
     def test_speedup_error_bars(self, records) -> None:
-        df = views.apply_epsilon(views.candidates_frame(records), 1e-3)
+        df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         bar = views.speedup_figure(df).data[0]
         assert list(bar.x)[0] == "#1"
         i = list(bar.x).index("#4")
@@ -156,7 +163,7 @@ class TestFigures:
         assert bar.error_y.arrayminus[i] == pytest.approx(0.1)
 
     def test_knob_effect_and_histograms(self, records) -> None:
-        df = views.apply_epsilon(views.candidates_frame(records), 1e-3)
+        df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         fig = views.knob_effect_figure(df, "-a")
         assert sorted(t.name for t in fig.data) == ["0 (n=1)", "1 (n=2)"]
         assert len(views.samples_histogram([1.0, 1.1, 1.2]).data[0].x) == 3
