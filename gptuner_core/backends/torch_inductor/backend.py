@@ -1,0 +1,276 @@
+"""``TorchInductorBackend``: tune ``torch.compile`` (Inductor) build routes on a GPU or the CPU.
+
+Registered (by the engine) as ``gptuner_core.backends.torch_inductor:TorchInductorBackend``.
+See :mod:`.knobs` for the knobs, :mod:`.model` for the accepted model forms, :mod:`.build` for
+the build and its artifact, :mod:`.runner` for running and timing.
+
+.. note::
+   :meth:`TorchInductorBackend.build` keeps the compiled module in a module-level cache keyed by
+   the artifact path; :meth:`TorchInductorBackend.load` in the same process reuses it. In another
+   process, ``load`` recompiles the route from the build info using the candidate's own Inductor
+   cache (FX-graph cache hits), because ``torch.compile`` output cannot be reloaded directly.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.backends._base import Availability
+from gptuner_core.backends._base import Backend
+from gptuner_core.backends._base import BuildResult
+from gptuner_core.backends._base import TensorSpec
+from gptuner_core.errors import BackendError
+from gptuner_core.errors import ConfigError
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gptuner_core.backends.torch_inductor.runner import TorchRunner
+    from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.routes import Route
+
+_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+class TorchInductorBackend(Backend):
+    """PyTorch ``torch.compile`` with the Inductor compiler (Triton on CUDA, C++ on the CPU).
+
+    Example:
+        >>> backend = TorchInductorBackend({"device": "cpu"})
+        >>> db = backend.describe(Path("assets/torch_digits_cnn.py:factory"))
+        >>> build = backend.build(Path("assets/torch_digits_cnn.py:factory"),
+        ...                       Route.parse("-torch:precision=fp16"), Path("work/c0"))
+        >>> with backend.load(build) as runner:
+        ...     outputs = runner.infer({"x": batch})
+    """
+
+    name = "torch"
+    option_declarations = {
+        "device": (
+            "where to compile and run: auto (cuda:0 when CUDA is available, else cpu), cpu, "
+            "cuda or cuda:N",
+            "auto",
+        ),
+        "compile_threads": (
+            "Inductor compile worker processes (0: PyTorch's default; 1 compiles in the "
+            "candidate's process, the fastest choice on a machine with few cores)",
+            0,
+        ),
+    }
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        device = self.options["device"]
+        if not isinstance(device, str) or not _DEVICE.match(device):
+            msg = f"torch backend: option 'device' must be auto, cpu, cuda or cuda:N (got {device!r})"
+            raise ConfigError(msg)
+        threads = self.options["compile_threads"]
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+            msg = (
+                "torch backend: option 'compile_threads' must be an integer >= 0 "
+                f"(got {threads!r})"
+            )
+            raise ConfigError(msg)
+        self._dbs: dict[str, KnobDatabase] = {}
+
+    # -- parent side ----------------------------------------------------------------------------
+    @classmethod
+    def availability(cls) -> Availability:
+        if importlib.util.find_spec("torch") is None:
+            return Availability(available=False, reason="No module named 'torch'")
+        try:
+            version = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown"
+        cxx = os.environ.get("CXX", "g++")
+        if shutil.which(cxx) is None:
+            try:
+                import torch
+
+                has_cuda = torch.cuda.is_available()
+            except Exception as exc:  # noqa: BLE001 - reported, not raised
+                return Availability(available=False, reason=f"import torch failed: {exc}", version=version)
+            if not has_cuda:
+                reason = (
+                    f"no C++ compiler '{cxx}' for Inductor's CPU backend and no CUDA device "
+                    "(install g++ or set CXX)"
+                )
+                return Availability(available=False, reason=reason, version=version)
+        return Availability(available=True, version=version)
+
+    def device(self) -> str:
+        """The resolved device (``cpu`` or ``cuda:N``) of this backend's ``device`` option."""
+        from gptuner_core.backends.torch_inductor.build import resolve_device
+
+        return resolve_device(self.options["device"])
+
+    def knob_database(self, device_type: str) -> KnobDatabase:
+        if device_type not in self._dbs:
+            from gptuner_core.backends.torch_inductor.knobs import knob_database
+
+            self._dbs[device_type] = knob_database(device_type)
+        return self._dbs[device_type]
+
+    def describe(self, model: Path) -> KnobDatabase:
+        """Knobs for the resolved device on the installed PyTorch (model-independent)."""
+        self._check_model_reference(model)
+        import torch
+
+        return self.knob_database(torch.device(self.device()).type)
+
+    @staticmethod
+    def _check_model_reference(model: Path) -> None:
+        from gptuner_core.backends.torch_inductor.model import split_entry_point
+
+        text = str(model)
+        if text.endswith(".pt2"):
+            if not Path(text).is_file():
+                msg = f"torch model '{text}': file does not exist"
+                raise BackendError(msg)
+            return
+        if ":" not in text and not text.endswith(".py"):
+            msg = (
+                f"torch model '{text}': expected a .pt2 file (torch.export), "
+                "'package.module:factory' or 'path/to/file.py:factory'"
+            )
+            raise BackendError(msg)
+        target, _ = split_entry_point(text)
+        if (target.endswith(".py") or "/" in target) and not Path(target).is_file():
+            msg = f"torch model '{text}': Python file '{target}' does not exist"
+            raise BackendError(msg)
+
+    def input_specs(self, model: Path) -> list[TensorSpec]:
+        from gptuner_core.backends.torch_inductor.model import load_model
+
+        return load_model(model).input_specs()
+
+    def environment(self) -> dict[str, str]:
+        import torch
+
+        device = self.device()
+        env = {
+            "backend_version": f"torch {torch.__version__}",
+            "compiler": "inductor",
+        }
+        if device.startswith("cuda"):
+            from gptuner_core.backends.torch_inductor.runner import nvml_index
+            from gptuner_core.measurement.telemetry import gpu_telemetry
+
+            reading = gpu_telemetry(nvml_index(torch.device(device).index or 0))
+            env["device"] = str(reading.get("name") or device)
+            env["runtime"] = f"cuda {torch.version.cuda}"
+            try:
+                import triton
+
+                env["runtime"] += f", triton {triton.__version__}"
+            except ImportError:
+                pass
+            try:
+                import pynvml
+
+                driver = pynvml.nvmlSystemGetDriverVersion()
+                env["driver"] = driver.decode() if isinstance(driver, bytes) else str(driver)
+            except Exception:  # noqa: BLE001 - NVML missing: the driver is simply unknown
+                env["driver"] = "unknown"
+        else:
+            env["device"] = _cpu_name()
+            env["runtime"] = f"cpu, {os.environ.get('CXX', 'g++')}"
+            env["threads"] = str(torch.get_num_threads())
+        return env
+
+    # -- child side ------------------------------------------------------------------------------
+    def build(
+        self,
+        model: Path,
+        route: Route,
+        workdir: Path,
+        *,
+        calibration: dict[str, np.ndarray] | None = None,
+    ) -> BuildResult:
+        """Compile ``route``; ``calibration`` is unused (no calibrated precision modes)."""
+        import torch
+
+        from gptuner_core.backends.torch_inductor import build as B
+        from gptuner_core.backends.torch_inductor.model import load_model
+
+        device = self.device()
+        db = self.knob_database(torch.device(device).type)
+        loaded = load_model(model)
+        return B.build(
+            loaded,
+            db,
+            route,
+            Path(workdir),
+            model_text=str(model),
+            device=device,
+            compile_threads=int(self.options["compile_threads"]),
+        )
+
+    def load(self, build: BuildResult) -> TorchRunner:
+        from gptuner_core.backends.torch_inductor.build import compiled_for
+        from gptuner_core.backends.torch_inductor.model import load_model
+        from gptuner_core.backends.torch_inductor.runner import TorchRunner
+
+        compiled = compiled_for(
+            build, self.knob_database, load_model, int(self.options["compile_threads"])
+        )
+        return TorchRunner(compiled)
+
+    def repro(self, model: Path, route: Route) -> dict[str, str]:
+        """A Python snippet that applies the same configuration to the same model."""
+        import torch
+
+        from gptuner_core.backends.torch_inductor import build as B
+        from gptuner_core.backends.torch_inductor import knobs as K
+
+        device = self.device()
+        db = self.knob_database(torch.device(device).type)
+        mode, precision, explicit = B.route_settings(db, route)
+        options = K.inductor_options(explicit, mode)
+        tf32 = precision == "tf32"
+        lines = [
+            "import torch",
+            f"# model: {model} (load it: a torch.export .pt2 or a factory returning (module, inputs))",
+            f"module, inputs = ...  # eval mode; move to {device!r}",
+        ]
+        if device.startswith("cuda"):
+            lines += [
+                f"torch.backends.cuda.matmul.allow_tf32 = {tf32}",
+                f"torch.backends.cudnn.allow_tf32 = {tf32}",
+                f"torch.set_float32_matmul_precision({'high' if tf32 else 'highest'!r})",
+            ]
+        if precision in ("bf16", "fp16"):
+            dtype = B.DTYPES[precision]
+            lines.append(f"module = module.to(torch.{dtype}); inputs = [t.to(torch.{dtype}) for t in inputs]")
+        lines += [
+            "from torch._inductor import config",
+            "from torch._inductor.compile_fx import compile_fx",
+            f"options = {options!r}",
+            "def backend(gm, example_inputs):",
+            "    with config.patch(options):",
+            "        return compile_fx(gm, example_inputs)",
+            "compiled = torch.compile(module, backend=backend, dynamic=False)",
+            "with torch.no_grad():",
+            "    outputs = compiled(*inputs)",
+        ]
+        return {"python": "\n".join(lines)}

@@ -1,0 +1,392 @@
+"""Compile a route with ``torch.compile`` (Inductor) in the candidate's process.
+
+What :func:`build` does, in order:
+
+1. points Inductor's and Triton's caches at ``<workdir>/inductor_cache`` (``TORCHINDUCTOR_CACHE_DIR``,
+   ``TRITON_CACHE_DIR``) and clears the in-process caches, so each candidate compiles from scratch
+   and its generated code lands in its own folder;
+2. sets the precision: TF32 flags (``torch.backends.cuda.matmul.allow_tf32``,
+   ``torch.backends.cudnn.allow_tf32``, ``set_float32_matmul_precision``) and, for bf16/fp16,
+   ``module.to(dtype)`` with floating inputs cast to the same dtype;
+3. compiles with ``torch.compile(module, backend=..., dynamic=False)`` where the backend applies the
+   route's Inductor options with ``torch._inductor.config.patch`` around ``compile_fx`` (also for
+   later recompiles on new input shapes), reads the configuration back while it is in force, and
+   captures each graph's generated wrapper code (``GraphLowering.save_output_code``);
+4. runs once (the compile happens there) and records the compile time.
+
+The artifact is ``<workdir>/generated/``: one ``graph_NNN.py`` per compiled graph holding the
+wrapper with every kernel's source inline (C++ on the CPU, Triton on the GPU). The engine hashes
+it for duplicate detection, so it is normalized: the per-candidate cache path is replaced by
+``<cache>`` (Triton's ``# kernel path:`` comments) and the per-process ``# AOT ID`` counter line is
+dropped. Nothing else in the code depends on the time or the folder. Settings that change
+behaviour without changing code (CUDA graphs, TF32 for cuDNN/cuBLAS library calls) go to
+``info["runtime_config"]``, which the engine mixes into the artifact key. The full Inductor cache
+(compiled ``.so``/cubin files, FX-graph cache) stays beside it in ``inductor_cache/``.
+
+``torch.compile`` output cannot be reloaded cheaply in another process, so :func:`build` keeps the
+compiled module in a module-level cache keyed by the artifact path and :func:`compiled_for`
+returns it to ``load()`` in the same process (the engine calls ``build()`` then ``load()`` in the
+same child). In another process (re-measurement), :func:`compiled_for` recompiles the route from
+``info`` with the candidate's own cache folder, where the FX-graph cache makes that quick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.backends._base import BuildResult
+from gptuner_core.backends.torch_inductor import knobs as K
+from gptuner_core.errors import BackendError
+
+
+if TYPE_CHECKING:
+    from gptuner_core.backends.torch_inductor.model import LoadedModel
+    from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.routes import Route
+
+GENERATED = "generated"
+CACHE = "inductor_cache"
+BUILD_JSON = "build.json"
+DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+@dataclass(slots=True, kw_only=True)
+class CompiledModel:
+    """A compiled module and what the runner needs to feed it."""
+
+    fn: Any
+    device: Any  # torch.device
+    compute_dtype: Any  # torch.dtype floating inputs are cast to
+    input_names: tuple[str, ...]
+    input_dtypes: tuple[Any, ...]  # the model's own input dtypes (torch.dtype)
+    example_shapes: tuple[tuple[int, ...], ...]
+    output_names: tuple[str, ...]
+    precision: str
+    cudagraphs: bool
+    compiled_shapes: set[tuple[tuple[int, ...], ...]] = field(default_factory=set)
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+
+
+#: artifact path (resolved, as str) -> compiled module of this process.
+_COMPILED: dict[str, CompiledModel] = {}
+
+
+def resolve_device(option: str) -> str:
+    """``auto`` -> ``cuda:0`` when CUDA is available, else ``cpu``; ``cuda`` -> ``cuda:0``."""
+    import torch
+
+    if option == "auto":
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if option == "cuda":
+        option = "cuda:0"
+    if option.startswith("cuda"):
+        if not torch.cuda.is_available():
+            msg = f"torch backend: device '{option}' requested but CUDA is not available here"
+            raise BackendError(msg)
+        index = int(option.partition(":")[2])
+        if index >= torch.cuda.device_count():
+            msg = (
+                f"torch backend: device '{option}' does not exist "
+                f"(this machine has {torch.cuda.device_count()} CUDA device(s))"
+            )
+            raise BackendError(msg)
+    return option
+
+
+def apply_precision_flags(precision: str, device_type: str) -> dict[str, Any]:
+    """Set the process-wide TF32 switches for ``precision``; return them as read back."""
+    import torch
+
+    if device_type == "cuda":
+        tf32 = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    return {
+        "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+
+
+def _use_cache_dir(cache_dir: Path) -> None:
+    import torch
+    import torch._inductor.utils as inductor_utils
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
+    os.environ["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
+    clear = getattr(inductor_utils, "clear_caches", None) or getattr(
+        inductor_utils, "clear_inductor_caches", None
+    )
+    if clear is not None:
+        clear()
+    torch._dynamo.reset()
+
+
+def normalize_code(code: str, replacements: dict[str, str]) -> str:
+    """Drop the per-process ``# AOT ID`` line and replace per-candidate paths by placeholders."""
+    lines = [line for line in code.splitlines() if not line.startswith("# AOT ID:")]
+    text = "\n".join(lines) + "\n"
+    for old, new in sorted(replacements.items(), key=lambda kv: -len(kv[0])):
+        if old:
+            text = text.replace(old, new)
+    return text
+
+
+def _cast_inputs(loaded: LoadedModel, device: Any, dtype: Any) -> tuple[Any, ...]:
+    return tuple(
+        t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
+        for t in loaded.example_inputs
+    )
+
+
+def _sync(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def compile_route(
+    loaded: LoadedModel,
+    *,
+    explicit: dict[str, str],
+    mode: str,
+    precision: str,
+    device: str,
+    compile_threads: int,
+    capture: list[str] | None = None,
+) -> tuple[CompiledModel, Any, float]:
+    """Compile and run once; return ``(compiled, first outputs, compile seconds)``.
+
+    ``explicit`` holds the ``-inductor:*`` knobs the route names. ``capture`` receives the
+    generated wrapper code of each graph.
+    """
+    import torch
+    from torch._inductor import config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+
+    from gptuner_core.backends.torch_inductor.runner import flatten_outputs
+
+    dev = torch.device(device)
+    dtype = getattr(torch, DTYPES[precision])
+    options: dict[str, Any] = K.inductor_options(explicit, mode)
+    if compile_threads > 0:
+        options["compile_threads"] = compile_threads
+    snapshots: list[dict[str, Any]] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        with inductor_config.patch(options):
+            snapshots.append(K.read_back(dev.type))
+            return compile_fx(gm, example_inputs)
+
+    try:
+        module = loaded.module.to(device=dev)
+        if dtype != torch.float32:
+            module = module.to(dtype=dtype)
+        inputs = _cast_inputs(loaded, dev, dtype)
+    except Exception as exc:
+        msg = f"torch backend: cannot move the model to {device} as {precision} ({type(exc).__name__}: {exc})"
+        raise BackendError(msg) from exc
+
+    saved_hook = GraphLowering.save_output_code
+    if capture is not None:
+        GraphLowering.save_output_code = staticmethod(capture.append)
+    try:
+        compiled_fn = torch.compile(module, backend=backend, dynamic=False)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = compiled_fn(*inputs)
+        _sync(dev)
+        compile_s = time.perf_counter() - t0
+    except BackendError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        msg = (
+            f"torch backend: torch.compile failed for mode={mode} precision={precision} "
+            f"options={options} ({type(exc).__name__}: {first})"
+        )
+        raise BackendError(msg) from exc
+    finally:
+        GraphLowering.save_output_code = saved_hook
+    names, _ = flatten_outputs(out)
+    effective = snapshots[0] if snapshots else K.read_back(dev.type)
+    compiled = CompiledModel(
+        fn=compiled_fn,
+        device=dev,
+        compute_dtype=dtype,
+        input_names=loaded.input_names,
+        input_dtypes=tuple(t.dtype for t in loaded.example_inputs),
+        example_shapes=tuple(tuple(t.shape) for t in loaded.example_inputs),
+        output_names=names,
+        precision=precision,
+        cudagraphs=bool(effective.get("triton.cudagraphs", False)),
+        snapshots=snapshots,
+    )
+    compiled.compiled_shapes.add(compiled.example_shapes)
+    return compiled, out, compile_s
+
+
+def effective_route(db: KnobDatabase, mode: str, precision: str, config: dict[str, bool]) -> str:
+    """Every knob of ``db`` with the value really in force, in database order."""
+    parts = []
+    for knob in db:
+        if knob.name == K.MODE:
+            value = mode
+        elif knob.name == K.PRECISION:
+            value = precision
+        else:
+            value = K.bool_value(config[knob.name[len(K.INDUCTOR_PREFIX) :]])
+        parts.append(f"{knob.name}={value}")
+    return " ".join(parts)
+
+
+def route_settings(db: KnobDatabase, route: Route) -> tuple[str, str, dict[str, str]]:
+    """``(mode, precision, explicit -inductor:* knobs)`` of a validated route."""
+    route.validate(db)
+    values = route.resolved(db)
+    explicit = {n: v for n, v in route.as_dict().items() if n.startswith(K.INDUCTOR_PREFIX)}
+    return values[K.MODE], values[K.PRECISION], explicit
+
+
+def build(
+    loaded: LoadedModel,
+    db: KnobDatabase,
+    route: Route,
+    workdir: Path,
+    *,
+    model_text: str,
+    device: str,
+    compile_threads: int,
+) -> BuildResult:
+    """Compile ``route`` into ``workdir`` and cache the compiled module for :func:`compiled_for`."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    mode, precision, explicit = route_settings(db, route)
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    cache_dir = workdir / CACHE
+    generated = workdir / GENERATED
+    for stale in (cache_dir, generated):
+        if stale.exists():
+            shutil.rmtree(stale)
+    _use_cache_dir(cache_dir)
+    dev_type = torch.device(device).type
+    flags = apply_precision_flags(precision, dev_type)
+    skips_before = int(counters["inductor"]["cudagraph_skips"])
+    codes: list[str] = []
+    compiled, _, compile_s = compile_route(
+        loaded,
+        explicit=explicit,
+        mode=mode,
+        precision=precision,
+        device=device,
+        compile_threads=compile_threads,
+        capture=codes,
+    )
+    if not codes:
+        msg = (
+            f"torch backend: torch.compile produced no Inductor graph for '{model_text}' "
+            "(the forward has no tensor operations Dynamo could capture)"
+        )
+        raise BackendError(msg)
+    generated.mkdir()
+    replacements = {str(cache_dir): "<cache>", str(workdir): "<workdir>"}
+    for i, code in enumerate(codes):
+        (generated / f"graph_{i:03d}.py").write_text(normalize_code(code, replacements))
+    config = compiled.snapshots[0]
+    runtime_config: dict[str, Any] = {}
+    if dev_type == "cuda":
+        runtime_config = {
+            "cudagraphs": compiled.cudagraphs,
+            "tf32": flags["cuda.matmul.allow_tf32"] or flags["cudnn.allow_tf32"],
+        }
+    info: dict[str, Any] = {
+        "model": model_text,
+        "route": str(route),
+        "device": device,
+        "torch_version": torch.__version__,
+        "compile_time_s": round(compile_s, 4),
+        "graphs": len(codes),
+        "recompiles": max(0, len(compiled.snapshots) - 1),
+        "mode": mode,
+        "mode_options": K.inductor_options({}, mode),
+        "precision": precision,
+        "dtype": DTYPES[precision],
+        "precision_flags": flags,
+        "inductor_options": K.inductor_options(explicit, mode),
+        "effective_config": config,
+        "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]) - skips_before,
+        "input_names": list(compiled.input_names),
+        "input_shapes": [list(s) for s in compiled.example_shapes],
+        "output_names": list(compiled.output_names),
+        "inductor_cache": str(cache_dir),
+        "compile_threads": compile_threads,
+    }
+    if runtime_config:
+        info["runtime_config"] = runtime_config
+    (workdir / BUILD_JSON).write_text(json.dumps(info, indent=2, sort_keys=True))
+    _COMPILED[str(generated)] = compiled
+    return BuildResult(
+        artifact=generated,
+        effective_route=effective_route(db, mode, precision, config),
+        info=info,
+    )
+
+
+def compiled_for(
+    build_result: BuildResult,
+    db_for: Any,
+    load_model: Any,
+    compile_threads: int,
+) -> CompiledModel:
+    """The compiled module of ``build_result``: from this process's cache, else recompiled.
+
+    ``db_for(device_type)`` gives the knob database and ``load_model(text)`` the model, so a
+    fresh process (re-measurement) can recompile the route with the candidate's cache folder.
+    """
+    import torch
+
+    from gptuner_core.routes import Route
+
+    key = str(Path(build_result.artifact).resolve())
+    if key in _COMPILED:
+        return _COMPILED[key]
+    info = build_result.info
+    missing = [k for k in ("model", "route", "device") if k not in info]
+    if missing:
+        msg = (
+            f"torch backend: artifact '{build_result.artifact}' was not built in this process and "
+            f"its build info lacks {missing} to recompile it (expected the info of build())"
+        )
+        raise BackendError(msg)
+    device = resolve_device(info["device"])
+    dev_type = torch.device(device).type
+    db = db_for(dev_type)
+    route = Route.parse(info["route"])
+    mode, precision, explicit = route_settings(db, route)
+    cache_dir = Path(info.get("inductor_cache") or Path(build_result.artifact).parent / CACHE)
+    _use_cache_dir(cache_dir)
+    apply_precision_flags(precision, dev_type)
+    compiled, _, _ = compile_route(
+        load_model(info["model"]),
+        explicit=explicit,
+        mode=mode,
+        precision=precision,
+        device=device,
+        compile_threads=compile_threads,
+    )
+    _COMPILED[key] = compiled
+    return compiled
