@@ -43,7 +43,7 @@ def _best_of(fn, repeat: int) -> tuple[float, float]:
 
 
 def _fmt(t: tuple[float, float]) -> str:
-    return f"{t[0] * 1e3:7.1f} ms wall {t[1] * 1e3:7.1f} ms cpu"
+    return f"{t[0] * 1e3:8.3f} ms wall {t[1] * 1e3:8.3f} ms cpu"
 
 
 def main() -> None:
