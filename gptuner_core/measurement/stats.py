@@ -2,8 +2,9 @@
 
 Everything here is a pure function of its inputs (and a seed), built on scipy where scipy has the
 tool: the distribution-free confidence interval of the median uses the binomial distribution of
-order statistics (the binomial CDF ``scipy.special.bdtr``, i.e. ``scipy.stats.binom.cdf`` without
-importing ``scipy.stats`` in every child process), bootstrap intervals use ``scipy.stats.bootstrap``.
+order statistics (the exact Binomial(n, 1/2) CDF, checked against ``scipy.stats.binom`` in the tests;
+computed from integers so candidate child processes need not import scipy), bootstrap intervals use
+``scipy.stats.bootstrap`` and paired intervals ``scipy.stats.ttest_1samp``.
 
 Timing distributions are skewed and often multimodal, so the *median* is the location we compare
 (not the mean, which one outlier moves, and not the minimum, which invites "lucky-min" winners).
@@ -11,6 +12,7 @@ Timing distributions are skewed and often multimodal, so the *median* is the loc
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Callable
@@ -47,6 +49,25 @@ def _check_confidence(confidence: float) -> None:
         raise ConfigError(msg)
 
 
+@functools.lru_cache(maxsize=512)
+def _half_binomial_cdf(n: int) -> tuple[float, ...]:
+    """Exact CDF of Binomial(n, 1/2) at 0 .. ceil(n/2) - 1, from integer binomial coefficients.
+
+    This is ``scipy.stats.binom.cdf(k, n, 0.5)`` computed exactly (sum of ``C(n, i)`` over
+    ``2**n``, correctly rounded). It is done with integers so that :func:`measure`, which runs in
+    every candidate's child process, does not pay the 0.5-1.5 s import of ``scipy.stats`` /
+    ``scipy.special``; a test checks it against ``scipy.stats.binom``.
+    """
+    total = 1 << n
+    out: list[float] = []
+    coef, cum = 1, 0
+    for k in range((n + 1) // 2):
+        cum += coef
+        out.append(cum / total)
+        coef = coef * (n - k) // (k + 1)
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=4096)
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
     """0-based ranks ``(lo, hi)`` of the order statistics bounding the median, and their coverage.
@@ -56,17 +77,13 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
     whose coverage still reaches ``confidence``. Below about 6 samples no rank reaches 95 %; the
     extremes ``[min, max]`` are returned with their (lower) true coverage.
     """
-    # scipy.special.bdtr is the binomial CDF (scipy.stats.binom.cdf without the 1 s import of
-    # scipy.stats, which every candidate's child process would pay).
-    from scipy.special import bdtr
-
     alpha = 1.0 - confidence
     half = (n + 1) // 2
-    cdf = bdtr(np.arange(half), n, 0.5)  # F(0) .. F(half - 1)
+    cdf = _half_binomial_cdf(n)  # F(0) .. F(half - 1)
     # Largest l (1-based) with F(l - 1) < alpha / 2, so the coverage 1 - 2 F(l - 1) >= confidence.
-    l1 = max(1, int(np.searchsorted(cdf, alpha / 2.0, side="left")))
+    l1 = max(1, bisect.bisect_left(cdf, alpha / 2.0))
     l1 = min(l1, half)
-    coverage = 1.0 - 2.0 * float(bdtr(l1 - 1, n, 0.5))
+    coverage = 1.0 - 2.0 * (cdf[l1 - 1] if l1 >= 1 else 0.0)
     return l1 - 1, n - l1, coverage
 
 
