@@ -76,10 +76,16 @@ elif model is not None:
         db = data.knob_database(backend, str(model), model.stat().st_mtime_ns)
     except GptunerError as exc:
         st.error(f"{backend} cannot describe {model.name}: {exc}")
-default_expr = state.get(state.EXPRESSION) or (
-    " ".join(f"{k.name}=[{'|'.join(k.values)}]" for k in db if k.values and 1 < len(k.values) <= 4)
-    if db is not None else ""
-)
+#: a small first expression per backend (otherwise the first three 2-value knobs)
+STARTERS = {"onnxruntime": "-ort:graph_optimization_level=[basic|extended|all] -fp16:convert=[off|on]"}
+default_expr = state.get(state.EXPRESSION) or ""
+if not default_expr and db is not None:
+    starter = STARTERS.get(backend, "")
+    if starter and all(tok.split("=", 1)[0] in db for tok in starter.split()):
+        default_expr = starter
+    else:
+        binary = [k for k in db if k.values and len(k.values) == 2][:3]
+        default_expr = " ".join(f"{k.name}=[{'|'.join(k.values)}]" for k in binary)
 expression = st.text_area("Tunable expression (build it in the Knob explorer)", value=default_expr,
                           height=80)
 expr = None

@@ -191,6 +191,8 @@ class TestTrace:
         b = {"layers": [{"name": "conv", "time_ms": 0.5}]}
         assert len(views.layers_frame(a)) == 2
         assert views.layers_frame({"other": 1}) is None
+        ops = views.layers_frame({"info": {"op_counts": {"Gemm": 4, "Relu": 3}}})
+        assert ops.to_dict("records") == [{"name": "Gemm", "count": 4}, {"name": "Relu", "count": 3}]
         diff = views.layer_diff_frame({"#1": a, "#2": b})
         assert list(diff.columns) == ["layer", "#1 time_ms", "#2 time_ms"]
         assert views.layer_diff_frame({"#1": a, "#2": {}}) is None

@@ -105,13 +105,22 @@ def accuracy_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
 
 
 def layers_frame(extra: Mapping[str, Any]) -> pd.DataFrame | None:
-    """Per-layer rows from ``extra`` (first of :data:`LAYER_KEYS` holding a list of dicts)."""
+    """Per-layer rows from ``extra`` or the backend's build info ``extra["info"]``: the first of
+    :data:`LAYER_KEYS` holding a list of dicts, else per-op counts (``op_counts``) as
+    ``name``/``count`` rows. ``None`` when the backend recorded neither."""
     import pandas as pd
 
-    for key in LAYER_KEYS:
-        rows = extra.get(key)
-        if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
-            return pd.DataFrame(rows)
+    info = extra.get("info")
+    sources = [extra, info] if isinstance(info, dict) else [extra]
+    for src in sources:
+        for key in LAYER_KEYS:
+            rows = src.get(key)
+            if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
+                return pd.DataFrame(rows)
+    for src in sources:
+        counts = src.get("op_counts")
+        if isinstance(counts, dict) and counts:
+            return pd.DataFrame({"name": list(counts), "count": list(counts.values())})
     return None
 
 
