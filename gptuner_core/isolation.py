@@ -73,8 +73,25 @@ class PhaseReporter:
         self._path.write_text(f"{name} {time.time()}\n", encoding="utf-8")
 
 
-def _child_main(target: str, workdir: str) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this child when the tuner dies (even by SIGKILL), so no orphaned
+    candidate keeps running and writing into a study that is being resumed."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _child_main(target: str, workdir: str, parent_pid: int = 0) -> None:
     """Entry point of the spawned child (module-level so ``spawn`` can import it)."""
+    if parent_pid:
+        _die_with_parent(parent_pid)
     wd = Path(workdir)
     log_fd = os.open(wd / LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     sys.stdout.flush()
@@ -137,7 +154,7 @@ def run_isolated(
             (workdir / name).unlink()
     write_json_atomic(workdir / JOB, job)
     ctx = multiprocessing.get_context("spawn")
-    proc = ctx.Process(target=_child_main, args=(target, str(workdir)), daemon=True)
+    proc = ctx.Process(target=_child_main, args=(target, str(workdir), os.getpid()), daemon=True)
     started = time.monotonic()
     proc.start()
     phase, phase_start = "start", started

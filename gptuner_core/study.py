@@ -56,7 +56,7 @@ class StudyConfig:
     measure_timeout_s: float = 300.0
     measurement: dict[str, Any] = field(default_factory=dict)
     revalidate_top_k: int = 3
-    revalidate_rounds: int = 3
+    revalidate_rounds: int = 5
     min_effect: float = 0.01
     drift_every: int = 10
     keep_artifacts: bool = True

@@ -305,8 +305,10 @@ class Tuner:
         cfg = self.config
         number = (history[-1].number + 1) if history else 0
         workdir = self.dir / CANDIDATES / f"{number:05d}"
-        if workdir.exists():
-            shutil.rmtree(workdir)
+        if workdir.exists():  # left by a tuner killed mid-candidate: that candidate re-runs
+            stale = workdir.with_name(f"{workdir.name}.stale-{time.time_ns()}")
+            workdir.rename(stale)
+            shutil.rmtree(stale, ignore_errors=True)
         route = str(proposal.route)
         rec = CandidateRecord(
             number=number, requested_route=route, state=CandidateState.RUNNING,

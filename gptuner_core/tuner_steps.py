@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from gptuner_core.errors import BackendError
+from gptuner_core.errors import GptunerError
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 
@@ -41,7 +43,10 @@ def prepare_inputs(
     ``calibration.npz`` (reused as they are on ``--continue``)."""
     from gptuner_core.dataset import load_dataset
     from gptuner_core.dataset import synthesize
+    from gptuner_core.dataset import validate_batch_size
+    from gptuner_core.errors import ConfigError
 
+    validate_batch_size(specs, cfg.batch_size)
     inputs_path = study_dir / "inputs.npz"
     calib_path = study_dir / "calibration.npz"
     labels_path = study_dir / "labels.npy"
@@ -55,6 +60,12 @@ def prepare_inputs(
         if ds.labels is not None:
             np.save(labels_path, ds.labels)
     labels = np.load(labels_path, allow_pickle=False) if labels_path.exists() else None
+    if cfg.task_metric == "top1" and labels is None:
+        msg = (
+            "--task-metric top1 needs labels: the dataset must hold a 'labels' array "
+            f"(dataset: {cfg.dataset or 'none, inputs are synthesized'})"
+        )
+        raise ConfigError(msg)
     return StudyInputs(
         inputs_path=inputs_path, calibration_path=calib_path, labels=labels,
         synthetic=not cfg.dataset,
@@ -160,13 +171,23 @@ def revalidate_winner(
         wd = tuner.dir / "revalidation" / f"r{round_index}_{number:05d}"
         res = tuner.remeasure(by_number[number], wd)
         if res is None:
-            return []
+            msg = f"re-measurement of candidate #{number} failed (see {wd}/log.txt)"
+            raise BackendError(msg)
         return list(res["samples_ms"])
 
-    result = revalidate(
-        [r.number for r in top], 0, measure_fresh, rounds=cfg.revalidate_rounds,
-        seed=cfg.seed, min_effect=cfg.min_effect,
-    )
+    try:
+        result = revalidate(
+            [r.number for r in top], 0, measure_fresh, rounds=max(cfg.revalidate_rounds, 2),
+            seed=cfg.seed, min_effect=cfg.min_effect,
+        )
+    except GptunerError as exc:
+        best = eligible[0]
+        store.add_event("revalidation", {"error": str(exc)})
+        return {
+            "number": 0, "speedup": 1.0, "ci": None, "significant": False, "best": best.number,
+            "message": f"re-validation failed ({exc}); keeping the default route "
+                       f"(best screening result: #{best.number}, {best.speedup:.3f}x)",
+        }
     store.add_event("revalidation", result.to_json())
     return result.winner_meta()
 
