@@ -15,6 +15,7 @@ from gptuner_core.storage import open_store
 from .conftest import QUICK
 from .conftest import REPO
 
+
 pytestmark = pytest.mark.slow
 
 EXPR = "-quant:mode=[off|qdq] -quant:weight_type=[int8|int4]"
