@@ -119,6 +119,11 @@ def _child_main(target: str, workdir: str, parent_pid: int = 0) -> None:
         message = str(exc) if isinstance(exc, GptunerError) else f"{type(exc).__name__}: {exc}"
         in_build = current["phase"] in ("start", "build")
         result = {"status": "build_failed" if in_build else "error", "error": message}
+        # a backend may know better (e.g. trtexec's own classification of its child)
+        state = getattr(getattr(exc, "outcome", None), "state", None)
+        state = getattr(state, "value", state)
+        if state in ("CRASHED", "TIMED_OUT", "ACCURACY_FAILED"):
+            result["status"] = state.lower()
     sys.stdout.flush()
     sys.stderr.flush()
     write_json_atomic(wd / RESULT, result)

@@ -68,6 +68,7 @@ def _state_of(status: str) -> CandidateState:
         "build_failed": CandidateState.BUILD_FAILED,
         "timed_out": CandidateState.TIMED_OUT,
         "crashed": CandidateState.CRASHED,
+        "accuracy_failed": CandidateState.ACCURACY_FAILED,
     }.get(status, CandidateState.CRASHED)
 
 
