@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+
 HEAVY = ("onnxruntime", "torch", "tensorrt", "cuda", "optuna", "streamlit", "plotly", "pandas", "scipy", "ray")
 
 
