@@ -147,7 +147,7 @@ if expr is not None:
     st.caption(" · ".join(f"{k}: {v:,} routes" for k, v in counts.items()))
 
 # -- start -------------------------------------------------------------------------------------
-name = st.text_input("Study name", value=(model.stem if model is not None else "study"), key="nr_name")
+name = st.text_input("Study name", value=(model.stem if model is not None else "study"))
 request = None
 if model is not None and expr is not None:
     study_dir = ws / name  # shown in the command; a fresh timestamped folder is used on Start
