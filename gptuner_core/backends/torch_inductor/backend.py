@@ -26,7 +26,6 @@ from gptuner_core.backends._base import Availability
 from gptuner_core.backends._base import Backend
 from gptuner_core.backends._base import BuildResult
 from gptuner_core.backends._base import TensorSpec
-from gptuner_core.errors import BackendError
 from gptuner_core.errors import ConfigError
 
 
@@ -76,6 +75,11 @@ class TorchInductorBackend(Backend):
             "candidate's process, the fastest choice on a machine with few cores)",
             0,
         ),
+        "threads": (
+            "CPU intra-op threads for the compiled C++ kernels and ATen calls, set before "
+            "compiling (0: PyTorch's default, one per core); ignored on CUDA",
+            0,
+        ),
     }
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
@@ -84,13 +88,11 @@ class TorchInductorBackend(Backend):
         if not isinstance(device, str) or not _DEVICE.match(device):
             msg = f"torch backend: option 'device' must be auto, cpu, cuda or cuda:N (got {device!r})"
             raise ConfigError(msg)
-        threads = self.options["compile_threads"]
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-            msg = (
-                "torch backend: option 'compile_threads' must be an integer >= 0 "
-                f"(got {threads!r})"
-            )
-            raise ConfigError(msg)
+        for name in ("compile_threads", "threads"):
+            value = self.options[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                msg = f"torch backend: option '{name}' must be an integer >= 0 (got {value!r})"
+                raise ConfigError(msg)
         self._dbs: dict[str, KnobDatabase] = {}
 
     # -- parent side ----------------------------------------------------------------------------
@@ -132,32 +134,17 @@ class TorchInductorBackend(Backend):
         return self._dbs[device_type]
 
     def describe(self, model: Path) -> KnobDatabase:
-        """Knobs for the resolved device on the installed PyTorch (model-independent)."""
-        self._check_model_reference(model)
+        """Knobs for the resolved device on the installed PyTorch.
+
+        The database does not depend on the model, but the model is loaded once here so a bad
+        model reference fails before any candidate is started (BackendError).
+        """
         import torch
 
+        from gptuner_core.backends.torch_inductor.model import load_model
+
+        load_model(model)
         return self.knob_database(torch.device(self.device()).type)
-
-    @staticmethod
-    def _check_model_reference(model: Path) -> None:
-        from gptuner_core.backends.torch_inductor.model import split_entry_point
-
-        text = str(model)
-        if text.endswith(".pt2"):
-            if not Path(text).is_file():
-                msg = f"torch model '{text}': file does not exist"
-                raise BackendError(msg)
-            return
-        if ":" not in text and not text.endswith(".py"):
-            msg = (
-                f"torch model '{text}': expected a .pt2 file (torch.export), "
-                "'package.module:factory' or 'path/to/file.py:factory'"
-            )
-            raise BackendError(msg)
-        target, _ = split_entry_point(text)
-        if (target.endswith(".py") or "/" in target) and not Path(target).is_file():
-            msg = f"torch model '{text}': Python file '{target}' does not exist"
-            raise BackendError(msg)
 
     def input_specs(self, model: Path) -> list[TensorSpec]:
         from gptuner_core.backends.torch_inductor.model import load_model
@@ -195,7 +182,7 @@ class TorchInductorBackend(Backend):
         else:
             env["device"] = _cpu_name()
             env["runtime"] = f"cpu, {os.environ.get('CXX', 'g++')}"
-            env["threads"] = str(torch.get_num_threads())
+            env["threads"] = str(self.options["threads"] or torch.get_num_threads())
         return env
 
     # -- child side ------------------------------------------------------------------------------
@@ -224,6 +211,7 @@ class TorchInductorBackend(Backend):
             model_text=str(model),
             device=device,
             compile_threads=int(self.options["compile_threads"]),
+            threads=int(self.options["threads"]),
         )
 
     def load(self, build: BuildResult) -> TorchRunner:

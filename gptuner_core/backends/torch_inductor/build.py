@@ -164,12 +164,14 @@ def compile_route(
     precision: str,
     device: str,
     compile_threads: int,
+    threads: int = 0,
     capture: list[str] | None = None,
 ) -> tuple[CompiledModel, Any, float]:
     """Compile and run once; return ``(compiled, first outputs, compile seconds)``.
 
     ``explicit`` holds the ``-inductor:*`` knobs the route names. ``capture`` receives the
-    generated wrapper code of each graph.
+    generated wrapper code of each graph. ``threads`` > 0 sets the CPU intra-op thread count
+    before compiling (Inductor bakes it into the C++ kernels' OpenMP pragmas).
     """
     import torch
     from torch._inductor import config as inductor_config
@@ -179,6 +181,8 @@ def compile_route(
     from gptuner_core.backends.torch_inductor.runner import flatten_outputs
 
     dev = torch.device(device)
+    if threads > 0 and dev.type == "cpu":
+        torch.set_num_threads(threads)
     dtype = getattr(torch, DTYPES[precision])
     options: dict[str, Any] = K.inductor_options(explicit, mode)
     if compile_threads > 0:
@@ -269,6 +273,7 @@ def build(
     model_text: str,
     device: str,
     compile_threads: int,
+    threads: int = 0,
 ) -> BuildResult:
     """Compile ``route`` into ``workdir`` and cache the compiled module for :func:`compiled_for`."""
     import torch
@@ -294,6 +299,7 @@ def build(
         precision=precision,
         device=device,
         compile_threads=compile_threads,
+        threads=threads,
         capture=codes,
     )
     if not codes:
@@ -334,6 +340,8 @@ def build(
         "output_names": list(compiled.output_names),
         "inductor_cache": str(cache_dir),
         "compile_threads": compile_threads,
+        "threads": threads,
+        "cpu_threads_in_force": torch.get_num_threads(),
     }
     if runtime_config:
         info["runtime_config"] = runtime_config
@@ -387,6 +395,7 @@ def compiled_for(
         precision=precision,
         device=device,
         compile_threads=compile_threads,
+        threads=int(info.get("threads", 0)),
     )
     _COMPILED[key] = compiled
     return compiled
