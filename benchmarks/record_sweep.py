@@ -106,7 +106,7 @@ def _mlp(work: Path):
     clf.fit(xtr, ytr)
     nodes, inits = [], []
     prev = "input"
-    for i, (w, b) in enumerate(zip(clf.coefs_, clf.intercepts_)):
+    for i, (w, b) in enumerate(zip(clf.coefs_, clf.intercepts_, strict=True)):
         inits += [
             numpy_helper.from_array(w.astype(np.float32), f"W{i}"),
             numpy_helper.from_array(b.astype(np.float32), f"B{i}"),

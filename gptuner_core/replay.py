@@ -221,6 +221,7 @@ class Answerer:
 # -- simulation ------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TraceStep:
+    builds: int
     number: int
     route: str
     state: str
@@ -342,7 +343,7 @@ def simulate(
         picked = _pick(history, recording.db)
         best = (recording.speedup(answerer.index[picked]) or 0.0) if picked else 0.0
         trace.append(TraceStep(
-            number=rec.number, route=str(proposal.route), state=rec.state.value,
+            builds=len(history), number=rec.number, route=str(proposal.route), state=rec.state.value,
             observed_ms=rec.latency.median_ms if rec.latency else None,
             recorded_speedup=recording.speedup(answerer.index[key]) if key in answerer.index else None,
             best_speedup=best, info=dict(proposal.info),

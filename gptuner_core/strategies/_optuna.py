@@ -20,7 +20,8 @@ ACCURACY_FAILED record and −1 otherwise (≤ 0 is feasible). NSGA-II optimises
 latency and accuracy loss (max over outputs), for the Pareto front.
 
 When Optuna proposes a route already evaluated, it is told the known value and asked again, at
-most ``max_retries`` times in a row; then a random unevaluated route is proposed instead.
+most ``max_retries`` times in a row; then a random unevaluated route is proposed instead (and
+the retry allowance shrinks until the model proposes something new at the first try again).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class OptunaStrategy(Strategy):
         self._own = 0
         self._space_keys: set[str] = set()
         self._worst = 0.0
+        self._retries = self.opts["max_retries"]
 
     # -- subclass hook ---------------------------------------------------------------------
     def make_sampler(self) -> Any:
@@ -236,13 +238,15 @@ class OptunaStrategy(Strategy):
             self._fast = None
         if not self._dists:
             return None
-        for attempt in range(self.opts["max_retries"] + 1):
+        for attempt in range(self._retries + 1):
             trial = self.study.ask(self._dists)
             route = self.route_of(trial.params)
             key = self.key(route)
             if key not in seen:
                 self._pending[key] = trial
                 self._own += 1
+                if attempt == 0:
+                    self._retries = self.opts["max_retries"]
                 return Proposal(
                     route=route,
                     info={"search": self.name, "trial": trial.number, "retries": attempt},
@@ -251,6 +255,8 @@ class OptunaStrategy(Strategy):
                 self._tell(trial, known[key])
             else:
                 self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
+        # the model is stuck on evaluated routes (a nearly exhausted space): ask it less often
+        self._retries = max(1, self._retries // 4)
         for index in self._fallback:
             route = self.space.route_at("full", index)
             if self.key(route) not in seen:

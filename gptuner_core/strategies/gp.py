@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gptuner_core.strategies._base import StrategyOption
 from gptuner_core.strategies._optuna import COMMON_OPTIONS
 from gptuner_core.strategies._optuna import OptunaStrategy
 
@@ -14,7 +15,15 @@ class GpStrategy(OptunaStrategy):
         "Optuna Gaussian-process Bayesian optimisation (categorical knobs); best for small "
         "budgets on small spaces; accuracy as a constraint."
     )
-    options = dict(COMMON_OPTIONS)
+    options = {
+        **COMMON_OPTIONS,
+        # each re-ask refits the GP (costly), and its argmax rarely moves after a known value
+        "max_retries": StrategyOption(
+            description="re-asks when Optuna proposes an evaluated route, before a random one",
+            default=2,
+            type=int,
+        ),
+    }
 
     def make_sampler(self) -> Any:
         import warnings

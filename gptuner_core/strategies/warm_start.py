@@ -1,0 +1,76 @@
+"""Warm start: seed a new study with the best routes of earlier studies.
+
+A study qualifies when it was recorded with the same knob database ``tuner_version`` as this
+space's database, or for the same model family (``config["model_family"]``, else the model file's
+stem with trailing digits/version suffixes stripped). Its eligible routes (COMPLETE, with a
+latency) are ranked by speed-up, restricted to the knobs of this space (values this space does not
+allow are dropped, so the route stays valid), de-duplicated, and the best ``top_n`` returned.
+Strategies take them as ``warm_start=[...]`` and propose them right after the baseline.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.routes import Route
+
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from gptuner_core.expressions import Expression
+    from gptuner_core.knobs import KnobDatabase
+
+
+def model_family(config: dict[str, Any]) -> str:
+    """``config["model_family"]`` or the model file stem without version-like suffixes."""
+    if config.get("model_family"):
+        return str(config["model_family"])
+    stem = Path(str(config.get("model", ""))).stem.lower()
+    return re.sub(r"([_\-.]?(v?\d+|fp32|fp16|int8|opset\d+))+$", "", stem)
+
+
+def warm_start_routes(
+    study_dirs: Iterable[str | Path],
+    space: Expression,
+    top_n: int = 3,
+    *,
+    db: KnobDatabase | None = None,
+    model_family_name: str | None = None,
+) -> list[Route]:
+    """Best eligible routes of earlier studies that match this database or model family."""
+    from gptuner_core.replay import load_recording
+
+    allowed = {t.name: set(t.values) | {d} for t, d in zip(space.terms, space.defaults, strict=True)}
+    ranked: list[tuple[float, str, Route]] = []
+    for study in study_dirs:
+        rec = load_recording(study)
+        same_db = db is not None and rec.db.tuner_version == db.tuner_version
+        same_family = model_family_name is not None and model_family(rec.config) == model_family_name
+        if not (same_db or same_family) and (db is not None or model_family_name is not None):
+            continue
+        for r in rec.records:
+            speedup = rec.speedup(r)
+            if speedup is None:
+                continue
+            route = Route(tuple(
+                (n, v) for n, v in Route.parse(r.requested_route).assignments
+                if n in allowed and v in allowed[n]
+            ))
+            ranked.append((-speedup, str(rec.source), route))
+    ranked.sort(key=lambda t: t[0])
+    out: list[Route] = []
+    seen: set[str] = set()
+    defaults = dict(zip(space.names, space.defaults, strict=True))
+    for _, _, route in ranked:
+        key = " ".join(f"{n}={v}" for n, v in sorted(route.assignments) if defaults.get(n) != v)
+        if key in seen or not key:
+            continue
+        seen.add(key)
+        out.append(route)
+        if len(out) >= top_n:
+            break
+    return out
