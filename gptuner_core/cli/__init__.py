@@ -39,6 +39,7 @@ _COMMANDS: dict[str, str] = {
     "stop": "gptuner_core.cli.show:StopCommand",
     "export": "gptuner_core.cli.export:ExportCommand",
     "import": "gptuner_core.cli.export:ImportCommand",
+    "replay": "gptuner_core.cli.replay:ReplayCommand",
 }
 
 
