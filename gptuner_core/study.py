@@ -32,6 +32,8 @@ class StudyConfig:
         measurement: keyword arguments of ``measurement.SamplingSettings``.
         revalidate_top_k/revalidate_rounds/min_effect: interleaved re-validation before a winner.
         drift_every: re-measure the default route every N candidates (0 = never).
+        warm_start: earlier study folders whose best routes (same knob database or model
+            family) are proposed right after the default route.
     """
 
     model: str
@@ -61,6 +63,7 @@ class StudyConfig:
     drift_every: int = 10
     keep_artifacts: bool = True
     output: str | None = None
+    warm_start: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -99,6 +102,9 @@ class StudyConfig:
         if unknown:
             msg = f"study configuration has unknown field(s) {unknown} (known: {sorted(names)})"
             raise ConfigError(msg)
+        data = dict(data)
+        if "warm_start" in data:
+            data["warm_start"] = tuple(data["warm_start"] or ())
         return cls(**data)
 
     def replace(self, **changes: Any) -> StudyConfig:

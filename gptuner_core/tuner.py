@@ -149,7 +149,21 @@ class Tuner:
             store.set_meta("status", "running")
             store.set_meta("status_message", "")
             self.inputs = prepare_inputs(cfg, self.dir, self.specs, self.backend)
-            strategy = get_strategy(cfg.search, self.expr, seed=cfg.seed, **cfg.strategy_options)
+            warm = []
+            if cfg.warm_start:
+                from gptuner_core.strategies.warm_start import model_family
+                from gptuner_core.strategies.warm_start import warm_start_routes
+
+                warm = warm_start_routes(
+                    cfg.warm_start, self.expr, db=self.db,
+                    model_family_name=model_family(cfg.to_json()),
+                )
+                store.add_event("warm_start", {"studies": list(cfg.warm_start),
+                                               "routes": [str(r) for r in warm]})
+            strategy = get_strategy(
+                cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm,
+                **cfg.strategy_options,
+            )
             history = store.candidates(with_samples=False)
             if history:
                 default = store.candidate(0)

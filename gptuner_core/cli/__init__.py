@@ -35,6 +35,7 @@ _COMMANDS: dict[str, str] = {
     "dry-run": "gptuner_core.cli.dry_run:DryRunCommand",
     "cache": "gptuner_core.cli.cache:CacheCommand",
     "tune": "gptuner_core.cli.tune:TuneCommand",
+    "strategies": "gptuner_core.cli.strategies:StrategiesCommand",
     "show": "gptuner_core.cli.show:ShowCommand",
     "stop": "gptuner_core.cli.show:StopCommand",
     "export": "gptuner_core.cli.export:ExportCommand",

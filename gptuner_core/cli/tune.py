@@ -139,6 +139,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         drift_every=args.drift_every,
         keep_artifacts=not args.discard_artifacts,
         output=str(Path(args.output).resolve()) if args.output else None,
+        warm_start=tuple(str(Path(w).resolve()) for w in args.warm_start or ()),
     )
 
 
@@ -154,7 +155,8 @@ class TuneCommand(Command):
     value_options = ("--expr",)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from gptuner_core.strategies import strategy_names
+        from gptuner_core.strategies import DEFAULT_STRATEGY
+        from gptuner_core.strategies import describe_strategies
 
         parser.add_argument("model", nargs="?", help="model file (ONNX) or module:factory")
         parser.add_argument("--study", required=True, metavar="DIR", help="study folder")
@@ -166,9 +168,16 @@ class TuneCommand(Command):
         parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE")
         parser.add_argument("--expr", help="tunable expression, e.g. '-k=[a|b] -other=v'")
         parser.add_argument("--expr-file", metavar="FILE", help="expression file (lines joined)")
-        parser.add_argument("--search", default="fast", choices=strategy_names(),
-                            help="search strategy (default: fast)")
-        parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE")
+        strategies = describe_strategies()
+        parser.add_argument(
+            "--search", default=DEFAULT_STRATEGY, choices=[s["name"] for s in strategies],
+            help=f"search strategy (default: {DEFAULT_STRATEGY}): "
+            + "; ".join(f"{s['name']}: {s['summary']}" for s in strategies),
+        )
+        parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE",
+                            help="strategy option (see 'gptuner strategies')")
+        parser.add_argument("--warm-start", action="append", metavar="STUDY",
+                            help="seed with the best routes of an earlier study (repeatable)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--dataset", metavar="NPZ", help="named inputs (+ labels) as .npz")
         parser.add_argument("--batch-size", type=int, default=1)

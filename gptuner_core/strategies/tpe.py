@@ -52,4 +52,30 @@ class FastTpeStrategy(TpeStrategy):
         "n_startup_trials": StrategyOption(
             description="random (or fast) trials before the model is used", default=0, type=int
         ),
+        "budget_fraction": StrategyOption(
+            description=(
+                "when max_trials is 0: stop after max(fast one-offs, min(this share of the full "
+                "space, 4x the fast one-offs)) routes, so the default search ends even on a "
+                "200-knob space (0: run until the space is exhausted)"
+            ),
+            default=0.2,
+            type=float,
+        ),
     }
+
+    def __init__(self, space, **kw) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(space, **kw)
+        fraction = self.opts["budget_fraction"]
+        if not 0 <= fraction <= 1:
+            from gptuner_core.errors import StrategyError
+
+            msg = f"strategy '{self.name}' option 'budget_fraction' must be in [0, 1] (got {fraction})"
+            raise StrategyError(msg)
+        if self.opts["max_trials"] == 0 and fraction > 0:
+            import math
+
+            full = space.count("full")
+            one_offs = space.count("fast") - 1
+            self.opts["max_trials"] = min(
+                full, max(one_offs, min(math.ceil(fraction * full), 4 * one_offs))
+            )
