@@ -202,9 +202,9 @@ class TestModelInput:
             backend.input_specs(Path("json:JSONDecoder"))
 
     def test_sample_input_specs_and_eval_set_agree(self, backend: TorchInductorBackend) -> None:
-        """The sample's input is 'x' (32, 1, 16, 16) float32, as named in its evaluation set."""
+        """The sample's input is 'x' (batch, 1, 16, 16) float32, as named in its evaluation set."""
         specs = backend.input_specs(SAMPLE)
-        assert specs == [TensorSpec(name="x", dtype="float32", shape=(32, 1, 16, 16))]
+        assert specs == [TensorSpec(name="x", dtype="float32", shape=("batch", 1, 16, 16))]
         with np.load(SAMPLE_EVAL) as data:
             assert sorted(data.files) == ["labels", "x"]
             assert data["x"].dtype == np.float32 and data["x"].shape[1:] == (1, 16, 16)
@@ -354,6 +354,15 @@ class TestBuildAndRun:
         assert "-inductor:max_autotune=off" in built.effective_route
         assert "-inductor:freezing=on" in built.effective_route
         assert "-torch:mode=max-autotune-no-cudagraphs" in built.effective_route
+        # Frozen: the parameters are constants, so the compiled graph takes only the input x.
+        code = (built.artifact / "graph_000.py").read_text()
+        unpack = next(line for line in code.split("def call(self, args):")[1].splitlines() if "= args" in line)
+        assert unpack.split("=")[0].strip().rstrip(",").count(",") == 0, unpack
+        default_code = (builds("").artifact / "graph_000.py").read_text()
+        default_unpack = next(
+            line for line in default_code.split("def call(self, args):")[1].splitlines() if "= args" in line
+        )
+        assert default_unpack.count(",") >= 4, default_unpack
 
     def test_load_without_the_in_process_cache_recompiles(
         self, backend: TorchInductorBackend, builds: Any

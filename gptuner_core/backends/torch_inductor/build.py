@@ -8,10 +8,13 @@ What :func:`build` does, in order:
 2. sets the precision: TF32 flags (``torch.backends.cuda.matmul.allow_tf32``,
    ``torch.backends.cudnn.allow_tf32``, ``set_float32_matmul_precision``) and, for bf16/fp16,
    ``module.to(dtype)`` with floating inputs cast to the same dtype;
-3. compiles with ``torch.compile(module, backend=..., dynamic=False)`` where the backend applies the
-   route's Inductor options with ``torch._inductor.config.patch`` around ``compile_fx`` (also for
-   later recompiles on new input shapes), reads the configuration back while it is in force, and
-   captures each graph's generated wrapper code (``GraphLowering.save_output_code``);
+3. compiles with ``torch.compile(module, backend=..., dynamic=False)``. The route's Inductor
+   options are applied with ``torch._inductor.config.patch`` around every call that may compile
+   (this first run, and the runner's ``infer``/``prepare``), not only around ``compile_fx``:
+   Dynamo itself reads some of them while tracing (``freezing`` turns parameters into guarded
+   constants), which is why ``torch.compile(options=...)`` alone would not freeze. The backend
+   reads the configuration back while it is in force and captures each graph's generated wrapper
+   code (``GraphLowering.save_output_code``);
 4. runs once (the compile happens there) and records the compile time.
 
 The artifact is ``<workdir>/generated/``: one ``graph_NNN.py`` per compiled graph holding the
@@ -71,6 +74,8 @@ class CompiledModel:
     output_names: tuple[str, ...]
     precision: str
     cudagraphs: bool
+    #: the Inductor config patch of the route; applied around every call that may compile
+    options: dict[str, Any] = field(default_factory=dict)
     compiled_shapes: set[tuple[tuple[int, ...], ...]] = field(default_factory=set)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
@@ -209,7 +214,9 @@ def compile_route(
     try:
         compiled_fn = torch.compile(module, backend=backend, dynamic=False)
         t0 = time.perf_counter()
-        with torch.no_grad():
+        # The patch must also be in force while Dynamo traces: it reads some options itself
+        # (freezing: parameters become guarded constants instead of graph inputs).
+        with inductor_config.patch(options), torch.no_grad():
             out = compiled_fn(*inputs)
         _sync(dev)
         compile_s = time.perf_counter() - t0
@@ -236,6 +243,7 @@ def compile_route(
         output_names=names,
         precision=precision,
         cudagraphs=bool(effective.get("triton.cudagraphs", False)),
+        options=options,
         snapshots=snapshots,
     )
     compiled.compiled_shapes.add(compiled.example_shapes)

@@ -9,7 +9,10 @@ Accepted forms of the ``model`` path:
 * ``path/to/file.py:factory`` (or just ``path/to/file.py``, meaning ``:factory``) — a Python file.
 
 A factory takes no arguments and returns ``(module, example_inputs)``: a ``torch.nn.Module`` and a
-tensor or a tuple/list of tensors (batch-first). Input names are the ``forward`` parameter names.
+tensor or a tuple/list of tensors (batch-first). Input names are the ``forward`` parameter names,
+and the first dimension is reported as dynamic (``"batch"``): the module is compiled for the
+example's shapes, and other batch sizes are chunked/padded or compiled when prepared (see
+:mod:`.runner`). A ``.pt2`` program reports its exported shapes (dynamic dims by symbol name).
 """
 
 from __future__ import annotations
@@ -39,11 +42,14 @@ class LoadedModel:
     input_names: tuple[str, ...]
     source: str
     kind: str  # "exported" | "factory"
+    #: per input: an int for a fixed dim, a name for a dynamic one
+    dims: tuple[tuple[int | str, ...], ...] = ()
 
     def input_specs(self) -> list[TensorSpec]:
+        dims = self.dims or tuple(tuple(int(d) for d in t.shape) for t in self.example_inputs)
         return [
-            TensorSpec(name=name, dtype=_dtype_name(t), shape=tuple(int(d) for d in t.shape))
-            for name, t in zip(self.input_names, self.example_inputs, strict=True)
+            TensorSpec(name=name, dtype=_dtype_name(t), shape=shape)
+            for name, t, shape in zip(self.input_names, self.example_inputs, dims, strict=True)
         ]
 
 
@@ -160,6 +166,9 @@ def _load_factory(text: str) -> LoadedModel:
         input_names=_forward_names(module, len(examples)),
         source=text,
         kind="factory",
+        dims=tuple(
+            ("batch", *(int(d) for d in t.shape[1:])) if t.dim() else () for t in examples
+        ),
     )
 
 
@@ -195,12 +204,19 @@ def _load_exported(path: Path) -> LoadedModel:
     ]
     if len(names) != len(args):
         names = [f"input_{i}" for i in range(len(args))]
+    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    dims = []
+    for name, example in zip(names, args, strict=True):
+        val = getattr(placeholders.get(name), "meta", {}).get("val")
+        shape = val.shape if isinstance(val, torch.Tensor) else example.shape
+        dims.append(tuple(d if isinstance(d, int) else str(d) for d in shape))
     return LoadedModel(
         module=program.module(),
         example_inputs=tuple(t.detach().cpu() for t in args),
         input_names=tuple(names),
         source=str(path),
         kind="exported",
+        dims=tuple(dims),
     )
 
 

@@ -93,10 +93,13 @@ class TorchRunner(Runner):
         return tuple(out)
 
     def _call(self, inputs: tuple[Any, ...]) -> Any:
+        """One untimed call, with the route's Inductor config in force in case it compiles."""
+        from torch._inductor import config as inductor_config
+
         torch = self._torch
         if self.compiled.cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()
-        with torch.no_grad():
+        with inductor_config.patch(self.compiled.options), torch.no_grad():
             return self.compiled.fn(*inputs)
 
     def _host(self, tensors: list[Any]) -> list[np.ndarray]:
