@@ -160,9 +160,15 @@ class Tuner:
                 )
                 store.add_event("warm_start", {"studies": list(cfg.warm_start),
                                                "routes": [str(r) for r in warm]})
+            options = dict(cfg.strategy_options)
+            if cfg.max_candidates or cfg.time_budget_s:
+                # an explicit budget replaces the default strategy's automatic one
+                from gptuner_core.strategies import strategy_class
+
+                if "budget_fraction" in strategy_class(cfg.search).options:
+                    options.setdefault("budget_fraction", 0.0)
             strategy = get_strategy(
-                cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm,
-                **cfg.strategy_options,
+                cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm, **options,
             )
             history = store.candidates(with_samples=False)
             if history:

@@ -236,6 +236,11 @@ class OptunaStrategy(Strategy):
                     self._own += 1
                     return Proposal(route=route, info={"search": self.name, "startup": "fast"})
             self._fast = None
+        if self.opts.get("climb"):
+            route = self._climb(history, seen)
+            if route is not None:
+                self._own += 1
+                return Proposal(route=route, info={"search": self.name, "phase": "climb"})
         if not self._dists:
             return None
         for attempt in range(self._retries + 1):
@@ -262,6 +267,37 @@ class OptunaStrategy(Strategy):
             if self.key(route) not in seen:
                 self._own += 1
                 return Proposal(route=route, info={"search": self.name, "fallback": "random"})
+        return None
+
+    def _climb(self, history: Sequence[CandidateRecord], seen: set[str]) -> Route | None:
+        """An unevaluated one-off neighbour of the best eligible route so far, if any.
+
+        Knobs often only matter together (skipping the first conv's quantization helps only when
+        quantization is on): one-offs around the baseline cannot see that, one-offs around the
+        incumbent can. Climbing stops at a local optimum and the model takes over; it resumes
+        whenever the model finds a better incumbent.
+        """
+        best: tuple[float, dict[str, str]] | None = None
+        for rec in history:
+            lat = latency_of(rec) if rec.eligible else None
+            if lat is None:
+                continue
+            try:
+                params = self.params_of(Route.parse(rec.requested_route))
+            except Exception:  # noqa: BLE001 - a foreign route cannot be climbed from
+                continue
+            if params is not None and (best is None or lat < best[0]):
+                best = (lat, params)
+        if best is None:
+            return None
+        params = best[1]
+        for term in reversed(self._dims):  # trtexec's fast order: last knob first
+            for value in term.values:
+                if value == params[term.name]:
+                    continue
+                route = self.route_of({**params, term.name: value})
+                if self.key(route) not in seen:
+                    return route
         return None
 
     def planned(self) -> int | None:

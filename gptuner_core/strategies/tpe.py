@@ -40,7 +40,8 @@ class FastTpeStrategy(TpeStrategy):
     name = "fast_tpe"
     summary = (
         "trtexec's fast one-offs first (every knob value tried once against the baseline), then "
-        "multivariate TPE seeded with them."
+        "one-offs around the best route so far (hill climbing), then multivariate TPE seeded "
+        "with all of them; stops after about 20% of the space unless given a budget."
     )
     options = {
         **TpeStrategy.options,
@@ -51,6 +52,14 @@ class FastTpeStrategy(TpeStrategy):
         ),
         "n_startup_trials": StrategyOption(
             description="random (or fast) trials before the model is used", default=0, type=int
+        ),
+        "climb": StrategyOption(
+            description=(
+                "after the one-offs, try the one-off neighbours of the best eligible route so "
+                "far (hill climbing) before and between model proposals"
+            ),
+            default=True,
+            type=bool,
         ),
         "budget_fraction": StrategyOption(
             description=(

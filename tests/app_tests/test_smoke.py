@@ -34,3 +34,21 @@ def test_page_on_finished_study(page, finished_workspace, monkeypatch) -> None:
     at = _run(page, finished_workspace, monkeypatch)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+
+
+@pytest.fixture(scope="module")
+def h200_workspace(tmp_path_factory: pytest.TempPathFactory):
+    """The real torch.compile study recorded on an NVIDIA H200 (examples/studies/torch_h200)."""
+    import shutil
+
+    ws = tmp_path_factory.mktemp("ws_h200")
+    shutil.copytree(APP.parent / "examples" / "studies" / "torch_h200", ws / "torch_h200")
+    return ws
+
+
+@pytest.mark.parametrize("page", [APP, *PAGES], ids=PAGE_IDS)
+def test_page_on_real_gpu_study(page, h200_workspace, monkeypatch) -> None:
+    """The study brought back from the H200 opens on every page (artifacts stayed there)."""
+    at = _run(page, h200_workspace, monkeypatch)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
