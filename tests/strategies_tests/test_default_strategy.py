@@ -11,6 +11,7 @@ from gptuner_core.replay import load_recording
 from gptuner_core.replay import simulate
 from gptuner_core.strategies import DEFAULT_STRATEGY
 
+
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 SWEEPS = sorted(DATA.glob("ort_*_full.json"))
 
