@@ -29,6 +29,7 @@ from gptuner_core.records import CandidateState
 from gptuner_core.study import StudyConfig
 from gptuner_core.tuner_steps import StudyInputs
 from gptuner_core.tuner_steps import gate
+from gptuner_core.tuner_steps import load_inputs
 from gptuner_core.tuner_steps import prepare_inputs
 from gptuner_core.tuner_steps import revalidate_winner
 from gptuner_core.tuner_steps import with_speedup
@@ -116,6 +117,9 @@ class Tuner:
         if self.resume and not exists:
             msg = f"nothing to continue: no study in '{self.dir}' (expected {self.dir}/study.sqlite)"
             raise StoreError(msg)
+        self._dataset = None
+        if not self.resume:  # bad input is refused before anything is written
+            self._dataset = load_inputs(cfg, self.specs)
         self.dir.mkdir(parents=True, exist_ok=True)
         store = open_store(self.dir)
         if self.resume:
@@ -148,7 +152,7 @@ class Tuner:
             store.set_meta("pid", os.getpid())
             store.set_meta("status", "running")
             store.set_meta("status_message", "")
-            self.inputs = prepare_inputs(cfg, self.dir, self.specs, self.backend)
+            self.inputs = prepare_inputs(cfg, self.dir, self.specs, self._dataset)
             warm = []
             if cfg.warm_start:
                 from gptuner_core.strategies.warm_start import model_family

@@ -18,7 +18,6 @@ from gptuner_core.records import CandidateState
 
 
 if TYPE_CHECKING:
-    from gptuner_core.backends import Backend
     from gptuner_core.backends import TensorSpec
     from gptuner_core.storage import StudyStore
     from gptuner_core.study import StudyConfig
@@ -36,36 +35,39 @@ class StudyInputs:
     synthetic: bool
 
 
-def prepare_inputs(
-    cfg: StudyConfig, study_dir: Path, specs: list[TensorSpec], backend: Backend
-) -> StudyInputs:
-    """Validate the dataset against the model once; write the study's ``inputs.npz`` and
-    ``calibration.npz`` (reused as they are on ``--continue``)."""
+def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]):  # noqa: ANN201 - Dataset
+    """Load and validate the dataset (or synthesize inputs) before anything is written."""
     from gptuner_core.dataset import load_dataset
     from gptuner_core.dataset import synthesize
     from gptuner_core.dataset import validate_batch_size
     from gptuner_core.errors import ConfigError
 
     validate_batch_size(specs, cfg.batch_size)
-    inputs_path = study_dir / "inputs.npz"
-    calib_path = study_dir / "calibration.npz"
-    labels_path = study_dir / "labels.npy"
-    if not inputs_path.exists():
-        if cfg.dataset:
-            ds = load_dataset(cfg.dataset, specs)
-        else:
-            ds = synthesize(specs, SYNTHETIC_ROWS, seed=cfg.seed)
-        np.savez(inputs_path, **ds.inputs)
-        np.savez(calib_path, **ds.calibration(CALIBRATION_ROWS))
-        if ds.labels is not None:
-            np.save(labels_path, ds.labels)
-    labels = np.load(labels_path, allow_pickle=False) if labels_path.exists() else None
-    if cfg.task_metric == "top1" and labels is None:
+    ds = load_dataset(cfg.dataset, specs) if cfg.dataset else synthesize(
+        specs, SYNTHETIC_ROWS, seed=cfg.seed
+    )
+    if cfg.task_metric == "top1" and ds.labels is None:
         msg = (
             "--task-metric top1 needs labels: the dataset must hold a 'labels' array "
             f"(dataset: {cfg.dataset or 'none, inputs are synthesized'})"
         )
         raise ConfigError(msg)
+    return ds
+
+
+def prepare_inputs(cfg: StudyConfig, study_dir: Path, specs: list[TensorSpec], dataset=None) -> StudyInputs:  # noqa: ANN001
+    """Write the study's ``inputs.npz``, ``calibration.npz`` and labels once; reuse them as they
+    are on ``--continue`` (so a resumed study measures exactly the same inputs)."""
+    inputs_path = study_dir / "inputs.npz"
+    calib_path = study_dir / "calibration.npz"
+    labels_path = study_dir / "labels.npy"
+    if not inputs_path.exists():
+        ds = dataset if dataset is not None else load_inputs(cfg, specs)
+        np.savez(calib_path, **ds.calibration(CALIBRATION_ROWS))
+        if ds.labels is not None:
+            np.save(labels_path, ds.labels)
+        np.savez(inputs_path, **ds.inputs)
+    labels = np.load(labels_path, allow_pickle=False) if labels_path.exists() else None
     return StudyInputs(
         inputs_path=inputs_path, calibration_path=calib_path, labels=labels,
         synthetic=not cfg.dataset,
