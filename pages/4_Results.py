@@ -66,7 +66,8 @@ else:
     m[4].metric("Best", "—")
     st.warning("No eligible candidate at this ε.")
 
-tabs = st.tabs(["Accuracy vs latency", "Speedup", "History", "Knob effect", "Table"])
+tabs = st.tabs(["Accuracy vs latency", "Speedup", "History", "Knob effect", "Table",
+                "Measurement health"])
 with tabs[0]:
     fig = views.accuracy_latency_figure(ranked, epsilon=epsilon if gate_on else None, metric=metric)
     event = st.plotly_chart(fig, key="res_scatter", on_select="rerun", selection_mode="points")
@@ -125,3 +126,33 @@ with tabs[4]:
         c2.page_link("pages/6_Compare.py", label="Compare", icon="⚖️")
     st.download_button("Download CSV", lambda: views.to_csv(shown), file_name=f"{study.name}.csv",
                        mime="text/csv", key="res_csv")
+with tabs[5]:
+    health = snap.meta.get("health") or {}
+    win = snap.meta.get("winner") or {}
+    if win.get("message"):
+        (st.success if win.get("significant") else st.info)(f"Re-validation: {win['message']}")
+    h = st.columns(4)
+    pct = "{:.1%}".format
+    h[0].metric("median CV", pct(health["median_cv"]) if health.get("median_cv") is not None else "—")
+    dr = health.get("drift_range")
+    h[1].metric("default-route drift", f"{dr[0]:+.1%} … {dr[1]:+.1%}" if dr else "—")
+    h[2].metric("busy CPU share", pct(health["busy_share"]) if health.get("busy_share") is not None else "—")
+    h[3].metric("throttled share",
+                pct(health["throttled_share"]) if health.get("throttled_share") is not None else "—")
+    for warning in health.get("warnings", []):
+        st.warning(warning)
+    baselines = data.events(study, "baseline")
+    drift = views.drift_frame(snap.records, baselines)
+    if len(drift) > 1:
+        st.plotly_chart(views.drift_figure(drift), key="res_drift")
+        if st.checkbox("Normalize speed-ups to the default route measured nearest in time",
+                       key="res_normalize"):
+            st.dataframe(views.normalized_frame(snap.records, baselines), hide_index=True,
+                         width="stretch", column_config={
+                             "speedup": st.column_config.NumberColumn(format="%.3fx"),
+                             "normalized_speedup": st.column_config.NumberColumn(
+                                 "normalized", format="%.3fx"),
+                         })
+    else:
+        st.caption("The default route was measured once: no drift sentinel in this study "
+                   "(--drift-every N re-measures it every N candidates).")

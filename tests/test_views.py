@@ -274,3 +274,30 @@ class TestStudies:
     def test_recent_failures(self, records) -> None:
         df = views.recent_failures(records, n=2)
         assert list(df["number"]) == [5, 3]
+
+
+class TestHealthViews:
+    def test_drift_and_normalization(self):
+        """Drift is relative to candidate 0's own measurement; normalization uses the nearest."""
+        from gptuner_core.records import CandidateRecord
+        from gptuner_core.records import CandidateState
+        from gptuner_core.records import LatencyStats
+
+        def lat(ms):
+            return LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms,
+                                p99_ms=ms, cv=0.01, ci_low_ms=ms, ci_high_ms=ms, n_samples=20)
+
+        recs = [
+            CandidateRecord(number=0, requested_route="", state=CandidateState.COMPLETE,
+                            latency=lat(1.0), finished_at=100.0, speedup=1.0),
+            CandidateRecord(number=1, requested_route="-a=1", state=CandidateState.COMPLETE,
+                            latency=lat(1.1), finished_at=200.0, speedup=1 / 1.1),
+        ]
+        baselines = [{"after_candidate": 1, "time": 201.0, "median_ms": 1.2}]
+        df = views.drift_frame(recs, baselines)
+        assert list(df["after_candidate"]) == [0, 1]
+        assert df["drift_pct"].iloc[1] == pytest.approx(20.0)
+        norm = views.normalized_frame(recs, baselines)
+        row = norm[norm["number"] == 1].iloc[0]
+        assert row["normalized_speedup"] == pytest.approx(1.2 / 1.1)
+        assert views.drift_figure(df).data

@@ -134,3 +134,17 @@ def knob_database(backend: str, model: str, mtime_ns: int) -> Any:
     from gptuner_core.backends import get_backend
 
     return get_backend(backend).describe(Path(model))
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def _events(path: str, rev: tuple[int, ...], kind: str) -> tuple[dict[str, Any], ...]:
+    from gptuner_core.storage import open_store
+
+    with open_store(path, readonly=True) as store:
+        return tuple({**e.payload, "time": e.payload.get("time", e.time)} for e in store.events(kind))
+
+
+def events(study_dir: str | Path, kind: str) -> tuple[dict[str, Any], ...]:
+    """Payloads of the study's events of one kind (``baseline``, ``revalidation``...)."""
+    path = str(Path(study_dir))
+    return _events(path, revision(path), kind)

@@ -27,6 +27,9 @@ from gptuner_core.views.figures import knob_effect_figure
 from gptuner_core.views.figures import overlaid_samples_figure
 from gptuner_core.views.figures import samples_histogram
 from gptuner_core.views.figures import speedup_figure
+from gptuner_core.views.health import drift_figure
+from gptuner_core.views.health import drift_frame
+from gptuner_core.views.health import normalized_frame
 from gptuner_core.views.knobs import diff_frame
 from gptuner_core.views.knobs import expression_text
 from gptuner_core.views.knobs import knob_frame
@@ -58,6 +61,9 @@ __all__ = [
     "LiveProgress",
     "StudySummary",
     "accuracy_frame",
+    "drift_figure",
+    "drift_frame",
+    "normalized_frame",
     "accuracy_latency_figure",
     "apply_epsilon",
     "best_so_far",

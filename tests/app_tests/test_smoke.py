@@ -52,3 +52,11 @@ def test_page_on_real_gpu_study(page, h200_workspace, monkeypatch) -> None:
     at = _run(page, h200_workspace, monkeypatch)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+
+
+def test_results_shows_drift_on_the_gpu_study(h200_workspace, monkeypatch) -> None:
+    """The H200 study re-measured its default route: drift and normalization are offered."""
+    at = _run(APP.parent / "pages" / "4_Results.py", h200_workspace, monkeypatch)
+    assert not at.exception, at.exception
+    assert any(c.key == "res_normalize" for c in at.checkbox)
+    assert any("drifted" in w.value for w in at.warning)
