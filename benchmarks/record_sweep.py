@@ -1,6 +1,8 @@
-"""Record a REAL full sweep of ONNX Runtime routes, one fresh process per route.
+"""Record a REAL full sweep of ONNX Runtime routes, one fresh process per route (side script).
 
-This is how ``benchmarks/data/*.json`` and ``tests/data/recorded_sweep/`` were made. For each
+This is how the test fixture ``tests/data/recorded_sweep/`` was made. The benchmark inputs in
+``benchmarks/data/ort_*_full.json`` are real gptuner studies of the bundled samples instead,
+recorded with ``gptuner tune --search full`` (commands in ``docs/benchmarks.md``). For each
 route of the ``full`` expansion of a small ORT knob space, the parent spawns
 ``python record_sweep.py --child`` (a fresh interpreter), which builds an ``InferenceSession``
 with the route's session options on the route's (pre-quantised) model, checks its outputs

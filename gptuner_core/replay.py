@@ -115,6 +115,20 @@ class Recording:
             store.set_meta("status", "finished")
 
 
+def _inputs_from_fingerprint(fp: dict[str, Any]) -> list[dict[str, Any]]:
+    """``["input:tensor(float):['batch', 64]", ...]`` -> ``[{"name", "dtype", "shape"}]``."""
+    import ast
+
+    out = []
+    for text in fp.get("inputs") or []:
+        try:
+            name, dtype, shape = str(text).rsplit(":", 2)
+            out.append({"name": name, "dtype": dtype, "shape": list(ast.literal_eval(shape))})
+        except (ValueError, SyntaxError):
+            continue
+    return out
+
+
 def load_recording(source: str | Path | Recording) -> Recording:
     """A study folder (``study.sqlite`` inside) or a recording JSON file."""
     from gptuner_core.expressions import Expression
@@ -127,9 +141,11 @@ def load_recording(source: str | Path | Recording) -> Recording:
         from gptuner_core.storage import open_store
 
         with open_store(path, readonly=True) as store:
-            config = store.config()
+            config = dict(store.config())
             db_json = store.get_meta("knob_db")
             records = store.candidates(with_samples=True)
+            if "inputs" not in config:  # the model's inputs, as the fingerprint recorded them
+                config["inputs"] = _inputs_from_fingerprint(store.fingerprint())
         if db_json is None:
             msg = f"recording '{path}': the study has no 'knob_db' meta (expected one written by the tuner)"
             raise StoreError(msg)

@@ -24,6 +24,7 @@ from gptuner_core.candidate import load_backend
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import StoreError
 from gptuner_core.isolation import run_isolated
+from gptuner_core.records import AccuracyResult
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.study import StudyConfig
@@ -379,7 +380,17 @@ class Tuner:
             telemetry=res.get("telemetry", {}), measure_time_s=res.get("measure_time_s"),
             **common,
         )
-        rec = gate(self, rec, workdir)
+        if "recorded_accuracy" in res:  # replayed: the recording's own verdict
+            verdict = res["recorded_accuracy"]
+            acc = verdict.get("accuracy")
+            failed = verdict.get("state") == CandidateState.ACCURACY_FAILED.value
+            rec = rec.replace(
+                accuracy=AccuracyResult.from_json(acc) if acc else None,
+                state=CandidateState.ACCURACY_FAILED if failed else CandidateState.COMPLETE,
+                error=verdict.get("error") if failed else None,
+            )
+        else:
+            rec = gate(self, rec, workdir)
         rec = with_speedup(rec, history)
         return self._finish(store, rec, workdir)
 
