@@ -254,7 +254,14 @@ class Tuner:
                 return ("stopped" if "stopped" in reason else "finished"), reason
             proposal = strategy.ask(history)
             if proposal is None:
-                return "finished", "search space exhausted" if history else "no route proposed"
+                if not history:
+                    return "finished", "no route proposed"
+                if len(history) >= self.expr.count("full"):
+                    return "finished", "search space exhausted"
+                return "finished", (
+                    f"strategy '{self.config.search}' finished after {len(history)} of "
+                    f"{self.expr.count('full')} routes"
+                )
             remeasure_of = proposal.info.get("remeasure_of")
             if remeasure_of is not None:
                 self._race_remeasure(store, strategy, history, proposal, int(remeasure_of))

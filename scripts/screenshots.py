@@ -67,6 +67,12 @@ def main() -> int:
                 page.goto(f"{url}/{path}")
                 expect(page.get_by_role("heading", name=heading).first).to_be_visible()
                 page.wait_for_timeout(2500)  # let charts finish drawing
+                # wait until Streamlit has finished the script run (no "Running..." widget left)
+                page.wait_for_function(
+                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                    timeout=60_000,
+                )
+                page.wait_for_timeout(1000)
                 page.screenshot(path=str(args.out / name))
                 print(f"wrote {args.out / name}")
             browser.close()
