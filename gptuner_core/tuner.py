@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-import numpy as np
-
 from gptuner_core import fingerprint as fp
 from gptuner_core.candidate import load_backend
 from gptuner_core.errors import ConfigError
@@ -27,6 +25,9 @@ from gptuner_core.isolation import run_isolated
 from gptuner_core.records import AccuracyResult
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
+from gptuner_core.remeasure import drift_sentinel
+from gptuner_core.remeasure import latency_of
+from gptuner_core.remeasure import race_remeasure
 from gptuner_core.study import StudyConfig
 from gptuner_core.tuner_steps import StudyInputs
 from gptuner_core.tuner_steps import gate
@@ -264,7 +265,7 @@ class Tuner:
                 )
             remeasure_of = proposal.info.get("remeasure_of")
             if remeasure_of is not None:
-                self._race_remeasure(store, strategy, history, proposal, int(remeasure_of))
+                race_remeasure(self, store, strategy, history, proposal, int(remeasure_of))
                 continue
             key = self._key(str(proposal.route))
             if key in seen:
@@ -276,7 +277,8 @@ class Tuner:
             t0 = time.monotonic()
             rec = self._evaluate(store, strategy, history, proposal, artifacts)
             times.append(time.monotonic() - t0)
-            history.append(rec)
+            # raw samples stay in the store; only the default's are kept (speed-ups need them)
+            history.append(rec if rec.number == 0 else rec.replace(samples_ms=()))
             strategy.tell(rec)
             if rec.number == 0 and not rec.eligible:
                 msg = (
@@ -286,7 +288,7 @@ class Tuner:
                 return "failed", msg
             if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
                 artifacts.setdefault(rec.extra["artifact_key"], rec.number)
-            self._drift(store, history)
+            drift_sentinel(self, store, history)
             self._report(store, strategy, history, times, "", "idle", rec)
 
     def _key(self, route_text: str) -> str:
@@ -383,7 +385,7 @@ class Tuner:
                 state=_state_of(outcome.status), error=outcome.error or "failed", **common,
             ), workdir)
         rec = rec.replace(
-            latency=_latency(res), samples_ms=tuple(res.get("samples_ms", ())),
+            latency=latency_of(res), samples_ms=tuple(res.get("samples_ms", ())),
             telemetry=res.get("telemetry", {}), measure_time_s=res.get("measure_time_s"),
             **common,
         )
@@ -408,67 +410,4 @@ class Tuner:
         store.put_candidate(rec)
         return rec
 
-    def remeasure(self, rec: CandidateRecord, workdir: Path, scale: float = 1.0) -> dict[str, Any] | None:
-        """Measure an existing candidate again in a fresh process; ``None`` if that failed."""
-        job = self.job(
-            rec.requested_route, artifact=rec.artifact_path, effective_route=rec.effective_route,
-            info=rec.extra.get("info", {}), measure_scale=scale,
-        )
-        outcome = run_isolated(
-            "gptuner_core.candidate:remeasure", job, workdir,
-            timeouts={"start": self.config.build_timeout_s, "build": self.config.build_timeout_s,
-                      "measure": self.config.measure_timeout_s},
-        )
-        return outcome.result if outcome.status == "ok" else None
-
-    def _drift(self, store: StudyStore, history: list[CandidateRecord]) -> None:
-        every = self.config.drift_every
-        if not every or len(history) < 2 or (len(history) - 1) % every:
-            return
-        default = history[0]
-        res = self.remeasure(default, self.dir / "baselines" / f"{len(history):05d}")
-        if res is not None:
-            store.add_event("baseline", {
-                "after_candidate": history[-1].number, "time": time.time(),
-                "median_ms": res["latency"]["median_ms"], "cv": res["latency"]["cv"],
-                "telemetry": res.get("telemetry", {}),
-            })
-
-    def _race_remeasure(
-        self, store: StudyStore, strategy: Any, history: list[CandidateRecord],
-        proposal: Proposal, number: int,
-    ) -> None:
-        idx = next((i for i, r in enumerate(history) if r.number == number), None)
-        if idx is None or not history[idx].eligible:
-            strategy.tell(history[idx]) if idx is not None else None
-            return
-        rec = store.candidate(number) or history[idx]
-        wd = self.dir / CANDIDATES / f"{number:05d}" / f"rung{proposal.info.get('race_rung', 1)}"
-        res = self.remeasure(rec, wd, proposal.measure_scale)
-        if res is not None:
-            rec = rec.replace(
-                latency=_latency(res), samples_ms=tuple(res["samples_ms"]),
-                telemetry=res.get("telemetry", {}),
-                strategy_info={**rec.strategy_info, **proposal.info},
-            )
-            rec = with_speedup(rec, history)
-            store.put_candidate(rec)
-        history[idx] = rec.replace(samples_ms=())
-        strategy.tell(history[idx])
-
-
-def _latency(res: dict[str, Any]):  # noqa: ANN202
-    from gptuner_core.records import LatencyStats
-
-    return LatencyStats.from_json(res["latency"]) if res.get("latency") else None
-
-
-def load_golden(study_dir: Path) -> dict[str, np.ndarray] | None:
-    path = study_dir / "golden.npz"
-    if not path.exists():
-        return None
-    with np.load(path, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
-
-
-__all__ = ["Progress", "StudyInputs", "TuneSummary", "Tuner", "load_golden"]
+__all__ = ["Progress", "StudyInputs", "TuneSummary", "Tuner"]

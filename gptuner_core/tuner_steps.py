@@ -171,7 +171,9 @@ def revalidate_winner(
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
         wd = tuner.dir / "revalidation" / f"r{round_index}_{number:05d}"
-        res = tuner.remeasure(by_number[number], wd)
+        from gptuner_core.remeasure import remeasure
+
+        res = remeasure(tuner, by_number[number], wd)
         if res is None:
             msg = f"re-measurement of candidate #{number} failed (see {wd}/log.txt)"
             raise BackendError(msg)
