@@ -76,8 +76,10 @@ elif model is not None:
         db = data.knob_database(backend, str(model), model.stat().st_mtime_ns)
     except GptunerError as exc:
         st.error(f"{backend} cannot describe {model.name}: {exc}")
-#: a small first expression per backend (otherwise the first three 2-value knobs)
-STARTERS = {"onnxruntime": "-ort:graph_optimization_level=[basic|extended|all] -fp16:convert=[off|on]"}
+#: a first expression per backend with real trade-offs: INT8 speed-ups, a route the accuracy
+#: gate must exclude (int4 weights on the CNN), a slow one (dynamic Conv); a few minutes on 2 cores
+STARTERS = {"onnxruntime": "-quant:mode=[off|qdq|qoperator|dynamic] -quant:reduce_range=[off|on] "
+                           "-quant:weight_type=[int8|int4] -ort:intra_op_num_threads=[0|1]"}
 default_expr = state.get(state.EXPRESSION) or ""
 if not default_expr and db is not None:
     starter = STARTERS.get(backend, "")
