@@ -188,12 +188,15 @@ class Tuner:
                 winner = revalidate_winner(self, store, history)
                 if winner is not None:
                     store.set_meta("winner", winner)
-                    message = (message + " " + winner.get("message", "")).strip()
+                    message = "; ".join(m for m in (message, winner.get("message", "")) if m)
                     if cfg.output and winner.get("number") is not None:
                         write_output(self, store, history, winner)
             if status == "finished" and self._stop_requested():
                 status = "stopped"
             self._clear_stop()
+            progress = store.get_meta("progress") or {}
+            store.set_meta("progress", {**progress, "phase": "done", "current": "",
+                                        "eta_s": 0.0, "finished_at": time.time()})
             store.set_meta("status", status)
             store.set_meta("status_message", message)
             from gptuner_core.measurement import health_summary

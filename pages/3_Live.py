@@ -113,4 +113,4 @@ elif status in ("stopped", "interrupted", "failed"):
                                           "command": launch.cli_command(argv)})
             st.rerun()
 else:
-    c1.page_link("pages/4_Results.py", label="See the results", icon="📊")
+    c1.page_link("pages/4_Results.py", label="See the results", icon=":material/insights:")

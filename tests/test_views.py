@@ -301,3 +301,10 @@ class TestHealthViews:
         row = norm[norm["number"] == 1].iloc[0]
         assert row["normalized_speedup"] == pytest.approx(1.2 / 1.1)
         assert views.drift_figure(df).data
+
+
+def test_live_progress_stops_the_clock_when_finished():
+    """A finished study's elapsed time ends at finished_at, not now."""
+    p = views.live_progress({"done": 4, "total": 4, "started_at": 100.0, "finished_at": 160.0},
+                            now=10_000.0)
+    assert "elapsed 1m00s" in p.text

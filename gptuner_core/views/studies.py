@@ -154,7 +154,8 @@ def live_progress(progress: Mapping[str, Any] | None, *, now: float | None = Non
     total = p.get("total")
     fraction = min(1.0, done / total) if total else 0.0
     started = p.get("started_at")
-    elapsed = (now or time.time()) - started if started else None
+    end = p.get("finished_at") or now or time.time()  # a finished study's clock stops
+    elapsed = end - started if started else None
     text = f"{done}/{total} routes" if total else f"{done} routes"
     if elapsed is not None:
         text += f" · elapsed {_duration(elapsed)}"
