@@ -9,7 +9,6 @@ re-validation, drift sentinel, racing). Both return JSON-able dicts; the parent 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import time
 from collections.abc import Callable
@@ -24,8 +23,9 @@ from gptuner_core.fingerprint import file_sha256
 def load_backend(spec: str, options: dict[str, Any]):  # noqa: ANN201 - Backend, imported lazily
     """A registry name or ``module:Class``."""
     if ":" in spec:
-        module_name, _, cls_name = spec.partition(":")
-        return getattr(importlib.import_module(module_name), cls_name)(options)
+        from gptuner_core.registry import import_target
+
+        return import_target(spec)(options)
     from gptuner_core.backends import get_backend
 
     return get_backend(spec, options)

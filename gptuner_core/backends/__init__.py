@@ -7,7 +7,6 @@ reason it cannot run here (``tensorrt: unavailable (No module named 'tensorrt')`
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -18,6 +17,7 @@ from gptuner_core.backends._base import Runner
 from gptuner_core.backends._base import TensorSpec
 from gptuner_core.errors import BackendUnavailableError
 from gptuner_core.errors import ConfigError
+from gptuner_core.registry import load_registered
 
 
 if TYPE_CHECKING:
@@ -40,18 +40,9 @@ def backend_names() -> list[str]:
 
 def backend_class(name: str) -> type[Backend]:
     """Import and return the backend class registered as ``name``."""
-    try:
-        target = _BACKENDS[name]
-    except KeyError:
-        msg = f"unknown backend '{name}' (available: {', '.join(_BACKENDS)})"
-        raise ConfigError(msg) from None
-    module_name, _, cls_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-        return getattr(module, cls_name)
-    except (ImportError, AttributeError) as exc:
-        msg = f"backend '{name}' is unavailable: cannot import {target} ({exc})"
-        raise BackendUnavailableError(msg) from None
+    return load_registered(
+        _BACKENDS, name, kind="backend", unknown=ConfigError, unavailable=BackendUnavailableError
+    )
 
 
 def availability(name: str) -> Availability:

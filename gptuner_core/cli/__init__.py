@@ -11,7 +11,6 @@ status 2; argparse's own errors are routed the same way. No traceback is printed
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -60,11 +59,9 @@ class _Parser(argparse.ArgumentParser):
 
 def load_command(name: str) -> Command:
     """Import and instantiate the command registered as ``name``."""
-    target = _COMMANDS[name]
-    module_name, _, cls_name = target.partition(":")
-    module = importlib.import_module(module_name)
-    cls = getattr(module, cls_name)
-    return cls()
+    from gptuner_core.registry import import_target
+
+    return import_target(_COMMANDS[name])()
 
 
 def _error(message: str) -> int:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.errors import StrategyError
+from gptuner_core.registry import load_registered
 from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import Strategy
 from gptuner_core.strategies._base import StrategyOption
@@ -55,18 +56,9 @@ def strategy_names() -> list[str]:
 
 def strategy_class(name: str) -> type[Strategy]:
     """Import and return the class registered as ``name``."""
-    try:
-        target = _STRATEGIES[name]
-    except KeyError:
-        msg = f"unknown strategy '{name}' (available: {', '.join(_STRATEGIES)})"
-        raise StrategyError(msg) from None
-    module_name, _, cls_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-        return getattr(module, cls_name)
-    except (ImportError, AttributeError) as exc:
-        msg = f"strategy '{name}' is unavailable: cannot import {target} ({exc})"
-        raise StrategyError(msg) from None
+    return load_registered(
+        _STRATEGIES, name, kind="strategy", unknown=StrategyError, unavailable=StrategyError
+    )
 
 
 def get_strategy(
