@@ -190,7 +190,7 @@ class Tuner:
                     store.set_meta("winner", winner)
                     message = "; ".join(m for m in (message, winner.get("message", "")) if m)
                     if cfg.output and winner.get("number") is not None:
-                        write_output(self, store, history, winner)
+                        write_output(self, store, winner)
             if status == "finished" and self._stop_requested():
                 status = "stopped"
             self._clear_stop()

@@ -32,7 +32,6 @@ class StudyInputs:
     inputs_path: Path
     calibration_path: Path | None
     labels: np.ndarray | None
-    synthetic: bool
 
 
 def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]):  # noqa: ANN201 - Dataset
@@ -68,10 +67,7 @@ def prepare_inputs(cfg: StudyConfig, study_dir: Path, specs: list[TensorSpec], d
             np.save(labels_path, ds.labels)
         np.savez(inputs_path, **ds.inputs)
     labels = np.load(labels_path, allow_pickle=False) if labels_path.exists() else None
-    return StudyInputs(
-        inputs_path=inputs_path, calibration_path=calib_path, labels=labels,
-        synthetic=not cfg.dataset,
-    )
+    return StudyInputs(inputs_path=inputs_path, calibration_path=calib_path, labels=labels)
 
 
 def accuracy_settings(cfg: StudyConfig):  # noqa: ANN201 - AccuracySettings
@@ -167,7 +163,6 @@ def revalidate_winner(
             ),
         }
     by_number = {r.number: r for r in history}
-    by_number[0] = store.candidate(0) or history[0]
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
         wd = tuner.dir / "revalidation" / f"r{round_index}_{number:05d}"
@@ -196,9 +191,7 @@ def revalidate_winner(
     return result.winner_meta()
 
 
-def write_output(
-    tuner: Tuner, store: StudyStore, history: list[CandidateRecord], winner: dict[str, Any]
-) -> Path | None:
+def write_output(tuner: Tuner, store: StudyStore, winner: dict[str, Any]) -> Path | None:
     """Copy the winning artifact to ``config.output`` with a JSON sidecar."""
     cfg = tuner.config
     rec = store.candidate(int(winner["number"]))
