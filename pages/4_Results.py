@@ -15,13 +15,7 @@ from gptuner_core.dashboard import widgets
 
 ws = widgets.page_setup("Results", "📊")
 st.title("Results")
-study = widgets.study_picker(ws)
-if study is None:
-    widgets.no_study_message()
-    st.stop()
-snap = widgets.load_snapshot(study)
-if snap is None:
-    st.stop()
+study, snap = widgets.require_snapshot(ws)
 frame = data.frame(study)
 if frame.empty:
     st.info(f"**{study.name}** has no candidates yet.")

@@ -17,13 +17,7 @@ from gptuner_core.errors import GptunerError
 
 ws = widgets.page_setup("Route trace", "🔎")
 st.title("Route trace")
-study = widgets.study_picker(ws)
-if study is None:
-    widgets.no_study_message()
-    st.stop()
-snap = widgets.load_snapshot(study)
-if snap is None:
-    st.stop()
+study, snap = widgets.require_snapshot(ws)
 if not snap.records:
     st.info(f"**{study.name}** has no candidates yet.")
     st.stop()

@@ -12,13 +12,7 @@ from gptuner_core.dashboard import widgets
 
 ws = widgets.page_setup("Compare", "⚖️")
 st.title("Compare candidates")
-study = widgets.study_picker(ws)
-if study is None:
-    widgets.no_study_message()
-    st.stop()
-snap = widgets.load_snapshot(study)
-if snap is None:
-    st.stop()
+study, snap = widgets.require_snapshot(ws)
 numbers = [r.number for r in snap.records]
 if len(numbers) < 2:
     st.info(f"**{study.name}** needs at least two candidates to compare.")

@@ -59,6 +59,18 @@ def load_snapshot(study: Path) -> Snapshot | None:
         return None
 
 
+def require_snapshot(ws: Path) -> tuple[Path, Snapshot]:
+    """The picked study and its snapshot; stops the page (after saying why) when there is none."""
+    study = study_picker(ws)
+    if study is None:
+        no_study_message()
+        st.stop()
+    snap = load_snapshot(study)
+    if snap is None:
+        st.stop()
+    return study, snap
+
+
 def no_study_message() -> None:
     st.info(
         "No study in this workspace yet. Start one from **New run** (or with "

@@ -172,14 +172,9 @@ def check_dataset_matches(model: Path, dataset: Path) -> None:
 
 def pid_alive(pid: int | None) -> bool | None:
     """Whether process ``pid`` exists (``None`` when unknown). Zombies count as gone."""
-    if not pid:
-        return None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    from gptuner_core.launch import pid_alive as alive
+
+    return None if not pid else alive(int(pid))
     try:
         stat = Path(f"/proc/{int(pid)}/stat").read_text()
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
