@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from engine_tests.conftest import make_tiny_model  # noqa: E402
 
-import gptuner_core.tuner as tuner_mod  # noqa: E402
+import gptuner_core.engine.tuner as tuner_mod  # noqa: E402
+from gptuner_core.config import StudyConfig  # noqa: E402
 from gptuner_core.storage import open_store  # noqa: E402
-from gptuner_core.study import StudyConfig  # noqa: E402
 
 
 def main() -> int:

@@ -10,7 +10,7 @@ against the fp32 reference (l2 = MSE and max abs loss, top-1 accuracy for the di
 times it: 0.2 s warm-up, then ``--samples`` samples of at least 10 ms of back-to-back calls
 each (``time.perf_counter_ns``). The parent turns the samples into :class:`LatencyStats`,
 speed-ups (baseline median / median) with a bootstrap 95 % CI of the ratio of medians, and
-writes a recording JSON (``gptuner_core.replay.Recording``) with ``CandidateRecord`` dicts.
+writes a recording JSON (``gptuner_core.recording.Recording``) with ``CandidateRecord`` dicts.
 
 Models (built here, no downloads):
 

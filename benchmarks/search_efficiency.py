@@ -2,7 +2,7 @@
 
 For every recording under ``benchmarks/data/*_full.json`` (real ONNX Runtime sweeps made by
 ``benchmarks/record_sweep.py``) and every strategy, replay 20 seeds with
-:func:`gptuner_core.replay.simulate` up to the largest budget; a strategy never sees the budget,
+:func:`gptuner_core.recording.simulate` up to the largest budget; a strategy never sees the budget,
 so the best speed-up after ``k`` builds of that one run *is* the result of a run with budget
 ``k``. Reports, per budget (5-50 % of the space), the mean and the worst fraction of the
 exhaustive optimum's speed-up, and checks the default strategy against its target
@@ -41,8 +41,8 @@ def best_at(result, builds: int) -> float:
 
 
 def run(recordings: list[Path], strategies: list[str], seeds: int) -> dict:
-    from gptuner_core.replay import load_recording
-    from gptuner_core.replay import simulate
+    from gptuner_core.recording import load_recording
+    from gptuner_core.recording import simulate
 
     out: dict = {}
     for path in recordings:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from gptuner_core.backends import available_backends
 from gptuner_core.backends import get_backend
+from gptuner_core.config import StudyConfig
+from gptuner_core.engine.tuner import Tuner
 from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
 from gptuner_core.knobs import Knob
@@ -29,10 +31,8 @@ from gptuner_core.records import CandidateState
 from gptuner_core.routes import Route
 from gptuner_core.storage import open_store
 from gptuner_core.strategies import get_strategy
-from gptuner_core.study import StudyConfig
 from gptuner_core.trtexec_cache import TuningCache
 from gptuner_core.trtexec_cache import read_tuning_cache
-from gptuner_core.tuner import Tuner
 
 
 __version__ = "0.1.0"

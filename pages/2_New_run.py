@@ -7,6 +7,7 @@ import dataclasses
 import streamlit as st
 
 from gptuner_core import views
+from gptuner_core.config import METRICS
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
@@ -18,7 +19,6 @@ from gptuner_core.dashboard.workspace import new_study_dir
 from gptuner_core.dashboard.workspace import save_upload
 from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
-from gptuner_core.study import METRICS
 
 
 ws = widgets.page_setup("New run", "🚀")

@@ -10,8 +10,8 @@ from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.workspace import pid_alive
+from gptuner_core.engine.launch import is_running
 from gptuner_core.errors import GptunerError
-from gptuner_core.launch import is_running
 
 
 ws = widgets.page_setup("Live", "📡")

@@ -7,7 +7,6 @@ reason it cannot run here (``tensorrt: unavailable (No module named 'tensorrt')`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.backends._base import Availability
@@ -19,9 +18,6 @@ from gptuner_core.errors import BackendUnavailableError
 from gptuner_core.errors import ConfigError
 from gptuner_core.registry import load_registered
 
-
-if TYPE_CHECKING:
-    pass
 
 #: name -> "module:Class"; the first available of DEFAULT_ORDER is the default backend.
 _BACKENDS: dict[str, str] = {
@@ -85,6 +81,15 @@ def get_backend(name: str, options: dict[str, Any] | None = None) -> Backend:
     return cls(options)
 
 
+def load_backend(spec: str, options: dict[str, Any] | None = None) -> Backend:
+    """A registry name, or ``module:Class`` for a backend outside the registry."""
+    if ":" in spec:
+        from gptuner_core.registry import import_target
+
+        return import_target(spec)(options or {})
+    return get_backend(spec, options or {})
+
+
 __all__ = [
     "Availability",
     "Backend",
@@ -97,4 +102,5 @@ __all__ = [
     "default_backend_name",
     "default_backend_notice",
     "get_backend",
+    "load_backend",
 ]

@@ -11,7 +11,7 @@ Outputs for the accuracy gate come from ``candidates/NNNNN/outputs.npz`` of a re
 folder; without them :meth:`Runner.infer` raises a BackendError saying so.
 
 It is a feature for comparing strategies offline, never a stand-in for a real backend in tests of
-the tuner's real path. :func:`gptuner_core.replay.simulate` is the faster, in-process harness.
+the tuner's real path. :func:`gptuner_core.recording.simulate` is the faster, in-process harness.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.recording import Recording
     from gptuner_core.records import CandidateRecord
-    from gptuner_core.replay import Recording
     from gptuner_core.routes import Route
 
 _CACHE: dict[str, Recording] = {}
@@ -96,7 +96,7 @@ class ReplayBackend(Backend):
         return Availability(available=True, reason="", version="1")
 
     def _recording(self, model: Path) -> Recording:
-        from gptuner_core.replay import load_recording
+        from gptuner_core.recording import load_recording
 
         source = str(self.options.get("recording") or model)
         if source not in _CACHE:

@@ -104,7 +104,7 @@ class StopCommand(Command):
         parser.add_argument("study", metavar="DIR")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.launch import request_stop
+        from gptuner_core.engine.launch import request_stop
 
         request_stop(Path(args.study))
         print(f"stop requested for {args.study}")

@@ -16,7 +16,7 @@ from gptuner_core.cli._base import UsageError
 
 
 if TYPE_CHECKING:
-    from gptuner_core.tuner import Progress
+    from gptuner_core.engine.tuner import Progress
 
 
 def parse_duration(text: str) -> float:
@@ -89,8 +89,8 @@ class ProgressPrinter:
 
 def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
     from gptuner_core.backends import default_backend_name
+    from gptuner_core.config import StudyConfig
     from gptuner_core.expressions import read_expression_file
-    from gptuner_core.study import StudyConfig
 
     if args.expr is not None and args.expr_file is not None:
         msg = "--expr and --expr-file are mutually exclusive"
@@ -204,8 +204,8 @@ class TuneCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.backends import default_backend_notice
-        from gptuner_core.study import StudyConfig
-        from gptuner_core.tuner import Tuner
+        from gptuner_core.config import StudyConfig
+        from gptuner_core.engine.tuner import Tuner
 
         study = Path(args.study)
         if args.resume:

@@ -1,6 +1,6 @@
 """The New run form as ``gptuner tune`` arguments; start, stop and resume (no streamlit here).
 
-Processes are started by :func:`gptuner_core.launch.launch_detached` (``python -m gptuner_core
+Processes are started by :func:`gptuner_core.engine.launch.launch_detached` (``python -m gptuner_core
 tune ...`` in its own session, so it survives browser reloads and dashboard restarts). The
 arguments are saved as ``STUDY/launch.json`` for the resume button; a stop request is the file
 ``STUDY/stop`` the tuner polls between candidates.
@@ -80,7 +80,7 @@ class RunRequest:
 
 def cli_command(argv: list[str]) -> str:
     """The equivalent shell command (``gptuner tune ...``), for the user to copy."""
-    from gptuner_core.launch import cli_command as _cli
+    from gptuner_core.engine.launch import cli_command as _cli
 
     return _cli(argv)
 
@@ -91,7 +91,7 @@ def launch(argv: list[str], study_dir: str | Path) -> int:
     Saves ``launch.json`` (for :func:`resume_argv`) and clears an old stop request first.
     Raises ConfigError when a tuner is already running on the study.
     """
-    from gptuner_core.launch import launch_detached
+    from gptuner_core.engine.launch import launch_detached
 
     study = Path(study_dir)
     study.mkdir(parents=True, exist_ok=True)
@@ -103,7 +103,7 @@ def launch(argv: list[str], study_dir: str | Path) -> int:
 
 def request_stop(study_dir: str | Path) -> None:
     """Ask the tuner to stop after the candidate in flight (it polls ``STUDY/stop``)."""
-    from gptuner_core.launch import request_stop as _stop
+    from gptuner_core.engine.launch import request_stop as _stop
 
     _stop(study_dir)
 

@@ -172,7 +172,7 @@ def check_dataset_matches(model: Path, dataset: Path) -> None:
 
 def pid_alive(pid: int | None) -> bool | None:
     """Whether process ``pid`` exists (``None`` when unknown). Zombies count as gone."""
-    from gptuner_core.launch import pid_alive as alive
+    from gptuner_core.engine.launch import pid_alive as alive
 
     return None if not pid else alive(int(pid))
     try:

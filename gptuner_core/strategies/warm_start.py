@@ -42,7 +42,7 @@ def warm_start_routes(
     model_family_name: str | None = None,
 ) -> list[Route]:
     """Best eligible routes of earlier studies that match this database or model family."""
-    from gptuner_core.replay import load_recording
+    from gptuner_core.recording import load_recording
 
     allowed = {t.name: set(t.values) | {d} for t, d in zip(space.terms, space.defaults, strict=True)}
     ranked: list[tuple[float, str, Route]] = []

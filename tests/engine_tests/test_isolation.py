@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gptuner_core.config import StudyConfig
+from gptuner_core.engine.tuner import Tuner
 from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
-from gptuner_core.study import StudyConfig
-from gptuner_core.tuner import Tuner
 
 from .conftest import FAULTY
 from .conftest import QUICK

@@ -8,7 +8,7 @@ import pytest
 
 from gptuner_core.backends import get_backend
 from gptuner_core.errors import BackendError
-from gptuner_core.replay import load_recording
+from gptuner_core.recording import load_recording
 from gptuner_core.routes import Route
 
 
@@ -38,9 +38,9 @@ def test_missing_route_is_a_build_error(tmp_path):
 def test_the_real_tuner_replays_a_recorded_sweep(tmp_path, search):
     """The tuner drives the replay backend like any other: default first, no duplicates,
     budget respected, winner re-validated in fresh processes."""
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.tuner import Tuner
     from gptuner_core.storage import open_store
-    from gptuner_core.study import StudyConfig
-    from gptuner_core.tuner import Tuner
 
     rec = load_recording(SWEEP)
     cfg = StudyConfig(model=str(SWEEP), backend="replay", expression=str(rec.expression),

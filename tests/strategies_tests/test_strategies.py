@@ -14,8 +14,8 @@ import pytest
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import StrategyError
 from gptuner_core.expressions import mixed_phase2
-from gptuner_core.replay import load_recording
-from gptuner_core.replay import simulate
+from gptuner_core.recording import load_recording
+from gptuner_core.recording import simulate
 from gptuner_core.routes import Route
 from gptuner_core.strategies import describe_strategies
 from gptuner_core.strategies import get_strategy

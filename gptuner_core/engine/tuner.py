@@ -18,24 +18,24 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core import fingerprint as fp
-from gptuner_core.candidate import load_backend
+from gptuner_core.backends import load_backend
+from gptuner_core.config import StudyConfig
+from gptuner_core.engine.isolation import run_isolated
+from gptuner_core.engine.remeasure import drift_sentinel
+from gptuner_core.engine.remeasure import latency_of
+from gptuner_core.engine.remeasure import race_remeasure
+from gptuner_core.engine.steps import StudyInputs
+from gptuner_core.engine.steps import gate
+from gptuner_core.engine.steps import load_inputs
+from gptuner_core.engine.steps import prepare_inputs
+from gptuner_core.engine.steps import revalidate_winner
+from gptuner_core.engine.steps import with_speedup
+from gptuner_core.engine.steps import write_output
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import StoreError
-from gptuner_core.isolation import run_isolated
 from gptuner_core.records import AccuracyResult
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
-from gptuner_core.remeasure import drift_sentinel
-from gptuner_core.remeasure import latency_of
-from gptuner_core.remeasure import race_remeasure
-from gptuner_core.study import StudyConfig
-from gptuner_core.tuner_steps import StudyInputs
-from gptuner_core.tuner_steps import gate
-from gptuner_core.tuner_steps import load_inputs
-from gptuner_core.tuner_steps import prepare_inputs
-from gptuner_core.tuner_steps import revalidate_winner
-from gptuner_core.tuner_steps import with_speedup
-from gptuner_core.tuner_steps import write_output
 
 
 if TYPE_CHECKING:
@@ -359,7 +359,7 @@ class Tuner:
             build_timeout = min(build_timeout, max(1.0, proposal.build_timeout_factor * history[0].build_time_s))
         self._report(store, strategy, history, [], route, "build", None)
         outcome = run_isolated(
-            "gptuner_core.candidate:run_candidate",
+            "gptuner_core.engine.child:run_candidate",
             self.job(route, known_artifacts=artifacts, measure_scale=proposal.measure_scale),
             workdir,
             timeouts={"start": build_timeout, "build": build_timeout, "measure": cfg.measure_timeout_s},

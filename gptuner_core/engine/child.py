@@ -17,18 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from gptuner_core.backends import load_backend
 from gptuner_core.fingerprint import file_sha256
-
-
-def load_backend(spec: str, options: dict[str, Any]):  # noqa: ANN201 - Backend, imported lazily
-    """A registry name or ``module:Class``."""
-    if ":" in spec:
-        from gptuner_core.registry import import_target
-
-        return import_target(spec)(options)
-    from gptuner_core.backends import get_backend
-
-    return get_backend(spec, options)
 
 
 def artifact_key(sha256: str, info: dict[str, Any]) -> str:

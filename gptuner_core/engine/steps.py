@@ -19,9 +19,9 @@ from gptuner_core.records import CandidateState
 
 if TYPE_CHECKING:
     from gptuner_core.backends import TensorSpec
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.tuner import Tuner
     from gptuner_core.storage import StudyStore
-    from gptuner_core.study import StudyConfig
-    from gptuner_core.tuner import Tuner
 
 CALIBRATION_ROWS = 64
 SYNTHETIC_ROWS = 64
@@ -166,7 +166,7 @@ def revalidate_winner(
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
         wd = tuner.dir / "revalidation" / f"r{round_index}_{number:05d}"
-        from gptuner_core.remeasure import remeasure
+        from gptuner_core.engine.remeasure import remeasure
 
         res = remeasure(tuner, by_number[number], wd)
         if res is None:

@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from gptuner_core.isolation import run_isolated
+from gptuner_core.engine.isolation import run_isolated
+from gptuner_core.engine.steps import with_speedup
 from gptuner_core.records import LatencyStats
-from gptuner_core.tuner_steps import with_speedup
 
 
 if TYPE_CHECKING:
+    from gptuner_core.engine.tuner import Tuner
     from gptuner_core.records import CandidateRecord
     from gptuner_core.storage import StudyStore
     from gptuner_core.strategies._base import Proposal
-    from gptuner_core.tuner import Tuner
 
 CANDIDATES = "candidates"
 
@@ -36,7 +36,7 @@ def remeasure(tuner: Tuner, rec: CandidateRecord, workdir: Path, scale: float = 
         info=rec.extra.get("info", {}), measure_scale=scale,
     )
     outcome = run_isolated(
-        "gptuner_core.candidate:remeasure", job, workdir,
+        "gptuner_core.engine.child:remeasure", job, workdir,
         timeouts={"start": tuner.config.build_timeout_s, "build": tuner.config.build_timeout_s,
                   "measure": tuner.config.measure_timeout_s},
     )
