@@ -41,8 +41,8 @@ def best_at(result, builds: int) -> float:
 
 
 def run(recordings: list[Path], strategies: list[str], seeds: int) -> dict:
+    from gptuner_core.engine.simulate import simulate
     from gptuner_core.recording import load_recording
-    from gptuner_core.recording import simulate
 
     out: dict = {}
     for path in recordings:

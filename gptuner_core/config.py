@@ -3,15 +3,140 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.errors import ConfigError
 
 
+if TYPE_CHECKING:
+    from gptuner_core.accuracy import AccuracySettings
+
 METRICS = ("l0", "l1", "l2", "lInf", "cos")
+
+#: the ``gptuner tune`` flag of each field, so messages name what the user typed
+FLAGS = {
+    "batch_size": "--batch-size", "epsilon": "--epsilon", "atol": "--atol", "rtol": "--rtol",
+    "max_task_drop": "--max-task-drop", "max_candidates": "--max-candidates",
+    "time_budget_s": "--time-budget", "target_speedup": "--target-speedup",
+    "build_timeout_s": "--build-timeout", "measure_timeout_s": "--measure-timeout",
+    "revalidate_top_k": "--revalidate-top-k", "revalidate_rounds": "--revalidate-rounds",
+    "min_effect": "--min-effect", "drift_every": "--drift-every", "seed": "--seed",
+    "metric": "--metric", "task_metric": "--task-metric", "measurement": "--measure-option",
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_number(cfg: StudyConfig, name: str, *, low: float | None, low_ok: bool,
+                  high: float | None = None, integer: bool = False, optional: bool = False) -> None:
+    value = getattr(cfg, name)
+    if value is None and optional:
+        return
+    flag = FLAGS.get(name, name)
+    kind = "an integer" if integer else "a finite number"
+    bounds = []
+    if low is not None:
+        bounds.append(f"{'>=' if low_ok else '>'} {low:g}")
+    if high is not None:
+        bounds.append(f"< {high:g}")
+    expected = f"{kind} {' and '.join(bounds)}".strip()
+    ok = _is_number(value) and math.isfinite(value) and (not integer or float(value).is_integer())
+    if ok and low is not None:
+        ok = value >= low if low_ok else value > low
+    if ok and high is not None:
+        ok = value < high
+    if not ok:
+        msg = f"{flag} must be {expected} (got {value!r})"
+        raise ConfigError(msg)
+
+
+def _check_task_metric(spec: str) -> None:
+    """Refuse a task metric that cannot resolve, without running any of its code."""
+    import importlib.util
+
+    from gptuner_core.accuracy import _check_spec_format
+
+    module, func = _check_spec_format(spec)
+    if not module:
+        return
+    if module.endswith(".py"):
+        if not Path(module).is_file():
+            msg = f"--task-metric {spec!r}: file '{module}' not found (expected path/to/metrics.py:function)"
+            raise ConfigError(msg)
+        return
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as exc:
+        found = None
+        reason = str(exc)
+    else:
+        reason = "no such module"
+    if found is None:
+        msg = f"--task-metric {spec!r}: cannot find module '{module}' ({reason}); expected 'top1' or module:function"
+        raise ConfigError(msg)
+
+
+def _check_measurement(options: dict[str, Any]) -> None:
+    import dataclasses
+
+    from gptuner_core.measurement import SamplingSettings
+
+    names = sorted(f.name for f in dataclasses.fields(SamplingSettings))
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        msg = f"--measure-option: unknown setting(s) {unknown} (allowed: {names})"
+        raise ConfigError(msg)
+    for key, value in options.items():
+        if _is_number(value) and not math.isfinite(value):
+            msg = f"--measure-option {key} must be a finite number (got {value!r})"
+            raise ConfigError(msg)
+    try:
+        SamplingSettings(**options)
+    except ConfigError as exc:
+        msg = f"--measure-option: {exc}"
+        raise ConfigError(msg) from None
+    except (TypeError, ValueError) as exc:
+        msg = f"--measure-option: {exc}"
+        raise ConfigError(msg) from None
+
+
+def validate(cfg: StudyConfig) -> None:
+    """Every setting of a study, checked before anything is written: one line saying what was
+    wrong, what is expected and what was found (raises ConfigError)."""
+    if cfg.metric not in METRICS:
+        msg = f"--metric must be one of {list(METRICS)} (got {cfg.metric!r})"
+        raise ConfigError(msg)
+    _check_number(cfg, "epsilon", low=0, low_ok=False, optional=True)
+    _check_number(cfg, "atol", low=0, low_ok=True)
+    _check_number(cfg, "rtol", low=0, low_ok=True)
+    _check_number(cfg, "batch_size", low=1, low_ok=True, integer=True)
+    _check_number(cfg, "seed", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "max_candidates", low=1, low_ok=True, integer=True, optional=True)
+    _check_number(cfg, "time_budget_s", low=0, low_ok=False, optional=True)
+    _check_number(cfg, "target_speedup", low=0, low_ok=False, optional=True)
+    _check_number(cfg, "build_timeout_s", low=0, low_ok=False)
+    _check_number(cfg, "measure_timeout_s", low=0, low_ok=False)
+    _check_number(cfg, "revalidate_top_k", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "revalidate_rounds", low=2, low_ok=True, integer=True)
+    _check_number(cfg, "min_effect", low=0, low_ok=True, high=1)
+    _check_number(cfg, "drift_every", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "max_task_drop", low=0, low_ok=True, optional=True)
+    if cfg.max_task_drop is not None and cfg.task_metric is None:
+        msg = "--max-task-drop needs --task-metric (top1 or module:function)"
+        raise ConfigError(msg)
+    if cfg.task_metric is not None:
+        _check_task_metric(cfg.task_metric)
+    if not isinstance(cfg.measurement, dict):
+        msg = f"measurement must be a mapping of sampling settings (got {type(cfg.measurement).__name__})"
+        raise ConfigError(msg)
+    _check_measurement(cfg.measurement)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,27 +191,16 @@ class StudyConfig:
     warm_start: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            msg = f"accuracy metric must be one of {list(METRICS)} (got {self.metric!r})"
-            raise ConfigError(msg)
-        if self.epsilon is not None and not self.epsilon > 0:
-            msg = f"--epsilon must be a positive number (got {self.epsilon!r})"
-            raise ConfigError(msg)
-        if self.batch_size < 1:
-            msg = f"--batch-size must be >= 1 (got {self.batch_size})"
-            raise ConfigError(msg)
-        for name in ("max_candidates", "time_budget_s", "target_speedup"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                msg = f"{name} must be positive when given (got {value!r})"
-                raise ConfigError(msg)
-        for name in ("build_timeout_s", "measure_timeout_s"):
-            if getattr(self, name) <= 0:
-                msg = f"{name} must be positive (got {getattr(self, name)!r})"
-                raise ConfigError(msg)
-        if self.max_task_drop is not None and self.task_metric is None:
-            msg = "--max-task-drop needs --task-metric (top1 or module:function)"
-            raise ConfigError(msg)
+        validate(self)
+
+    def accuracy_settings(self) -> AccuracySettings:
+        """The accuracy gate of this study."""
+        from gptuner_core.accuracy import AccuracySettings
+
+        return AccuracySettings(
+            metric=self.metric, atol=self.atol, rtol=self.rtol, epsilon=self.epsilon,
+            task_metric=self.task_metric, max_task_drop=self.max_task_drop,
+        )
 
     @property
     def model_path(self) -> Path:

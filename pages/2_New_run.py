@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import streamlit as st
 
 from gptuner_core import views
 from gptuner_core.config import METRICS
+from gptuner_core.config import StudyConfig
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
@@ -150,30 +149,35 @@ if expr is not None:
 
 # -- start -------------------------------------------------------------------------------------
 name = st.text_input("Study name", value=(model.stem if model is not None else "study"))
-request = None
+config = None
+config_error = ""
 if model is not None and expr is not None:
-    study_dir = ws / name  # shown in the command; a fresh timestamped folder is used on Start
-    request = launch.RunRequest(
-        model=str(model), study=str(study_dir), backend=backend, expression=str(expr), search=search,
-        strategy_options=strategy_options, dataset=str(dataset) if dataset else None, metric=metric,
-        epsilon=float(epsilon) if use_eps else None,
-        task_metric=None if task == "none" else task,
-        max_task_drop=float(max_drop) if task != "none" else None,
-        max_candidates=int(max_candidates) or None, time_budget_s=minutes * 60 or None,
-        target_speedup=target or None, backend_options=backend_options,
-    )
-    st.code(launch.cli_command(request.argv()), language="bash")
-if st.button("Start tuning", type="primary", disabled=request is None, key="nr_start"):
-    study_dir = new_study_dir(ws, name)
-    argv = dataclasses.replace(request, study=str(study_dir)).argv()
     try:
-        pid = launch.launch(argv, study_dir)
+        config = StudyConfig(
+            model=str(model), backend=backend, expression=str(expr), search=search,
+            strategy_options=strategy_options, dataset=str(dataset) if dataset else None,
+            metric=metric, epsilon=float(epsilon) if use_eps else None,
+            task_metric=None if task == "none" else task,
+            max_task_drop=float(max_drop) if task != "none" else None,
+            max_candidates=int(max_candidates) or None, time_budget_s=minutes * 60 or None,
+            target_speedup=target or None, backend_options=backend_options,
+        )
+    except GptunerError as exc:
+        config_error = str(exc)
+        st.error(config_error)
+    else:
+        st.code(launch.command(ws / name), language="bash")
+if st.button("Start tuning", type="primary", disabled=config is None, key="nr_start",
+             help=config_error or None):
+    study_dir = new_study_dir(ws, name)
+    try:
+        pid = launch.launch(config, study_dir)
     except GptunerError as exc:
         st.error(str(exc))
     else:
         state.put(state.STUDY, study_dir.name)
         state.put(state.EXPRESSION, "")
         state.put(state.LAST_LAUNCH, {"study": study_dir.name, "pid": pid,
-                                      "command": launch.cli_command(argv)})
+                                      "command": launch.command(study_dir)})
         st.query_params["study"] = study_dir.name
         st.switch_page("pages/3_Live.py")

@@ -104,13 +104,12 @@ if running:
 elif status in ("stopped", "interrupted", "failed"):
     if c1.button("Resume", key="live_resume", type="primary"):
         try:
-            argv = launch.resume_argv(study, snap.config)
-            pid = launch.launch(argv, study)
+            pid = launch.resume(study)
         except GptunerError as exc:
             st.error(str(exc))
         else:
             state.put(state.LAST_LAUNCH, {"study": study.name, "pid": pid,
-                                          "command": launch.cli_command(argv)})
+                                          "command": launch.command(study, resume=True)})
             st.rerun()
 else:
     c1.page_link("pages/4_Results.py", label="See the results", icon=":material/insights:")

@@ -25,7 +25,7 @@ _BACKENDS: dict[str, str] = {
     "trtexec": "gptuner_core.backends.tensorrt:TrtexecBackend",
     "onnxruntime": "gptuner_core.backends.onnxruntime:OnnxRuntimeBackend",
     "torch": "gptuner_core.backends.torch_inductor:TorchInductorBackend",
-    "replay": "gptuner_core.backends.replay:ReplayBackend",
+    "replay": "gptuner_core.backends.recording:RecordingBackend",
 }
 DEFAULT_ORDER = ("tensorrt", "onnxruntime")
 

@@ -40,7 +40,7 @@ class ReplayCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         import warnings
 
-        from gptuner_core.recording import simulate
+        from gptuner_core.engine.simulate import simulate
 
         if args.seeds < 1:
             msg = f"--seeds must be >= 1 (got {args.seeds})"

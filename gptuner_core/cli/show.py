@@ -11,12 +11,14 @@ from gptuner_core.cli._base import Command
 
 def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
     """Header facts and ranked rows: eligible by median latency, then the excluded."""
+    from gptuner_core.engine.launch import is_running
+    from gptuner_core.records import shown_status
     from gptuner_core.storage import open_store
 
     with open_store(study, readonly=True) as store:
         records = store.candidates()
         meta = {
-            "status": store.get_meta("status", "?"),
+            "status": shown_status(store.get_meta("status"), is_running(study)),
             "message": store.get_meta("status_message", ""),
             "winner": store.get_meta("winner"),
             "health": store.get_meta("health"),
@@ -62,7 +64,10 @@ def print_ranking(study: str | Path, limit: int | None = None) -> None:
         print(f"... {len(rows) - limit} more (gptuner show {study})")
     winner = meta.get("winner")
     if winner:
-        print(f"winner: #{winner.get('number')} {winner.get('message', '')}")
+        from gptuner_core.records import Winner
+
+        w = Winner.from_json(winner)
+        print(f"verdict: {w.verdict.value}: #{w.number} {w.message}")
 
 
 class ShowCommand(Command):

@@ -160,6 +160,9 @@ class TuneCommand(Command):
 
         parser.add_argument("model", nargs="?", help="model file (ONNX) or module:factory")
         parser.add_argument("--study", required=True, metavar="DIR", help="study folder")
+        parser.add_argument("--config", metavar="JSON",
+                            help="the whole study configuration as a study.json (StudyConfig "
+                            "fields, as the dashboard writes it); other settings are ignored")
         parser.add_argument("--continue", dest="resume", action="store_true",
                             help="resume the study in --study (settings come from the study)")
         parser.add_argument("--force", action="store_true",
@@ -172,7 +175,7 @@ class TuneCommand(Command):
         parser.add_argument(
             "--search", default=DEFAULT_STRATEGY, choices=[s["name"] for s in strategies],
             help=f"search strategy (default: {DEFAULT_STRATEGY}): "
-            + "; ".join(f"{s['name']}: {s['summary']}" for s in strategies),
+            + "; ".join(f"{s['name']}: {s['summary']}" for s in strategies).replace("%", "%%"),
         )
         parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE",
                             help="strategy option (see 'gptuner strategies')")
@@ -204,21 +207,14 @@ class TuneCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.backends import default_backend_notice
-        from gptuner_core.config import StudyConfig
         from gptuner_core.engine.tuner import Tuner
+        from gptuner_core.records import StudyStatus
 
         study = Path(args.study)
         if args.resume:
-            from gptuner_core.storage import open_store
-
-            with open_store(study, readonly=True) as store:
-                config = StudyConfig.from_json(store.config())
-            overrides: dict[str, Any] = {}
-            if args.max_candidates is not None:
-                overrides["max_candidates"] = args.max_candidates
-            if args.time_budget:
-                overrides["time_budget_s"] = parse_duration(args.time_budget)
-            config = config.replace(**overrides)
+            config = resume_config(study, args)
+        elif args.config:
+            config = config_from_file(args.config)
         else:
             config = config_from_args(args)
             if args.backend is None:
@@ -228,10 +224,57 @@ class TuneCommand(Command):
         summary = Tuner(config, study, resume=args.resume, force=args.force, progress=printer).run()
         if printer is not None:
             printer.close()
-        print(f"study {summary.study_dir}: {summary.status} after {summary.candidates} candidates "
-              f"in {time.monotonic() - t0:.1f} s")
+        print(f"study {summary.study_dir}: {summary.status.value} after {summary.candidates} "
+              f"candidates in {time.monotonic() - t0:.1f} s")
         print(summary.message)
         from gptuner_core.cli.show import print_ranking
 
         print_ranking(study, limit=10)
-        return 0 if summary.status in ("finished", "stopped") else 1
+        if summary.output_error:
+            print(f"gptuner: error: {summary.output_error}", file=sys.stderr)
+            return 1
+        return 0 if summary.status in (StudyStatus.FINISHED, StudyStatus.STOPPED) else 1
+
+
+def config_from_file(path: str):  # noqa: ANN201 - StudyConfig
+    """A ``study.json`` (StudyConfig fields) as written by the dashboard or a pipeline."""
+    from gptuner_core.config import StudyConfig
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        msg = f"--config '{path}': cannot read it ({exc.strerror or exc})"
+        raise UsageError(msg) from None
+    except (ValueError, RecursionError) as exc:
+        msg = f"--config '{path}': not valid JSON ({exc})"
+        raise UsageError(msg) from None
+    if not isinstance(data, dict):
+        msg = f"--config '{path}': expected a JSON object of study settings (got {type(data).__name__})"
+        raise UsageError(msg)
+    return StudyConfig.from_json(data)
+
+
+def resume_config(study: Path, args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
+    """The stored configuration (the store's, else the folder's ``study.json`` when a kill cut
+    the study's creation short), with the budgets given on the command line."""
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.errors import StoreError
+    from gptuner_core.storage import open_store
+
+    ws = StudyWorkspace(study)
+    if ws.has_study():
+        with open_store(study, readonly=True) as store:
+            data = store.config()
+    else:
+        data = ws.read_config()
+        if data is None:
+            msg = f"nothing to continue: no study in '{study}' (expected {ws.store})"
+            raise StoreError(msg)
+    config = StudyConfig.from_json(data)
+    overrides: dict[str, Any] = {}
+    if args.max_candidates is not None:
+        overrides["max_candidates"] = args.max_candidates
+    if args.time_budget:
+        overrides["time_budget_s"] = parse_duration(args.time_budget)
+    return config.replace(**overrides)

@@ -1,9 +1,11 @@
 """What runs inside a candidate's child process (see ``isolation``).
 
 ``run_candidate`` builds a route, stops early when the artifact is a duplicate of an earlier one,
-runs the study's inputs for the accuracy gate (``outputs.npz``) and measures latency.
+runs the study's inputs for the accuracy gate (``outputs.npz``), evaluates the task metric and
+measures latency.
 ``remeasure`` loads an existing artifact in a fresh process and measures it again (interleaved
-re-validation, drift sentinel, racing). Both return JSON-able dicts; the parent classifies.
+re-validation, drift sentinel, racing). Both take a :class:`ChildJob` and return a
+:class:`ChildResult` (as JSON, through ``isolation``); the parent classifies.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ import numpy as np
 
 from gptuner_core.backends import load_backend
 from gptuner_core.fingerprint import file_sha256
+from gptuner_core.records import CandidateState
+from gptuner_core.records import ChildJob
+from gptuner_core.records import ChildResult
+from gptuner_core.records import LatencyStats
 
 
 def artifact_key(sha256: str, info: dict[str, Any]) -> str:
@@ -44,36 +50,52 @@ def _batches(inputs: dict[str, np.ndarray], batch_size: int):  # noqa: ANN202
         yield {k: v[start : start + batch_size] for k, v in inputs.items()}
 
 
-def _measure(runner: Any, job: dict[str, Any]) -> dict[str, Any]:
+def _measure(runner: Any, job: ChildJob) -> dict[str, Any]:
     from gptuner_core.measurement import SamplingSettings
     from gptuner_core.measurement import measure
 
-    inputs = _npz(job["inputs"]) or {}
-    bs = int(job["batch_size"])
+    inputs = _npz(job.inputs) or {}
+    bs = int(job.batch_size)
     runner.prepare({k: v[:bs] for k, v in inputs.items()})
-    settings = SamplingSettings(**job.get("measurement", {}))
-    scale = float(job.get("measure_scale", 1.0))
-    if scale != 1.0:
-        settings = settings.scaled(scale)
+    settings = SamplingSettings(**job.measurement)
+    if job.measure_scale != 1.0:
+        settings = settings.scaled(job.measure_scale)
     t0 = time.perf_counter()
     result = measure(runner.time_calls, settings, telemetry=runner.telemetry)
     return {
-        "latency": result.stats.to_json(),
-        "samples_ms": list(result.samples_ms),
+        "latency": LatencyStats.from_json(result.stats.to_json()),
+        "samples_ms": tuple(float(s) for s in result.samples_ms),
         "telemetry": result.telemetry,
         "measure_time_s": time.perf_counter() - t0,
     }
 
 
-def run_candidate(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+def _task_metric(job: ChildJob, outputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The user's task metric, evaluated here in the candidate's own process: a metric that
+    hangs meets the measurement timeout, one that exits or crashes ends only this child, one
+    that raises becomes this candidate's accuracy failure. Imported once per process."""
+    if not job.task_metric:
+        return {}
+    from gptuner_core.accuracy import task_metric_value
+    from gptuner_core.errors import GptunerError
+
+    labels = np.load(job.labels, allow_pickle=False) if job.labels else None
+    try:
+        return {"task_metric": task_metric_value(job.task_metric, outputs, labels)}
+    except GptunerError as exc:
+        return {"task_error": str(exc)}
+
+
+def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
     from gptuner_core.routes import Route
 
-    backend = load_backend(job["backend"], job.get("backend_options", {}))
-    route = Route.parse(job["route"])
-    calibration = _npz(job.get("calibration"))
+    job = ChildJob.from_json(job_json)
+    backend = load_backend(job.backend, job.backend_options)
+    route = Route.parse(job.route)
+    calibration = _npz(job.calibration)
     phase("build")
     t0 = time.perf_counter()
-    build = backend.build(Path(job["model"]), route, workdir / "artifact", calibration=calibration)
+    build = backend.build(Path(job.model), route, workdir / "artifact", calibration=calibration)
     build_time = time.perf_counter() - t0
     sha = file_sha256(build.artifact)
     size = (
@@ -82,56 +104,43 @@ def run_candidate(job: dict[str, Any], workdir: Path, phase: Callable[[str], Non
         else build.artifact.stat().st_size
     )
     key = artifact_key(sha, build.info)
-    result: dict[str, Any] = {
-        "status": "ok",
-        "effective_route": build.effective_route,
-        "info": build.info,
-        "artifact": str(build.artifact),
-        "sha256": sha,
-        "artifact_key": key,
-        "size": size,
-        "build_time_s": build_time,
-    }
-    known = job.get("known_artifacts", {})
-    if key in known:
-        result["status"] = "duplicate"
-        result["duplicate_of"] = known[key]
-        return result
+    built = ChildResult(
+        state=CandidateState.COMPLETE, effective_route=build.effective_route, info=build.info,
+        artifact=str(build.artifact), sha256=sha, artifact_key=key, size=size,
+        build_time_s=build_time,
+    )
+    if key in job.known_artifacts:
+        return built.replace(state=CandidateState.DUPLICATE, duplicate_of=job.known_artifacts[key]).to_json()
     phase("measure")
     with backend.load(build) as runner:
-        recorded = getattr(runner, "recorded_accuracy", None)
-        verdict = recorded() if callable(recorded) else None
-        if verdict is not None:  # a replayed recording: the accuracy verdict was recorded
-            result["recorded_accuracy"] = verdict
-            result.update(_measure(runner, job))
-            return result
-        inputs = _npz(job["inputs"]) or {}
+        inputs = _npz(job.inputs) or {}
         collected: dict[str, list[np.ndarray]] = {}
-        for feed in _batches(inputs, int(job["batch_size"])):
+        for feed in _batches(inputs, int(job.batch_size)):
             for name, value in runner.infer(feed).items():
                 collected.setdefault(name, []).append(np.asarray(value))
         outputs = {k: np.concatenate(v, axis=0) for k, v in collected.items()}
         np.savez(workdir / "outputs.npz", **outputs)
-        result.update(_measure(runner, job))
-    return result
+        task = _task_metric(job, outputs)
+        measured = _measure(runner, job)
+    return built.replace(**measured, **task).to_json()
 
 
-def remeasure(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
     from gptuner_core.backends import BuildResult
     from gptuner_core.routes import Route
 
-    backend = load_backend(job["backend"], job.get("backend_options", {}))
+    job = ChildJob.from_json(job_json)
+    backend = load_backend(job.backend, job.backend_options)
+    assert job.artifact is not None, "a re-measurement job names the artifact to measure"
     build = BuildResult(
-        artifact=Path(job["artifact"]),
-        effective_route=job.get("effective_route") or job["route"],
-        info=job.get("info", {}),
+        artifact=Path(job.artifact), effective_route=job.effective_route or job.route, info=job.info,
     )
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
         build = backend.build(
-            Path(job["model"]), Route.parse(job["route"]), workdir / "artifact",
-            calibration=_npz(job.get("calibration")),
+            Path(job.model), Route.parse(job.route), workdir / "artifact",
+            calibration=_npz(job.calibration),
         )
     phase("measure")
     with backend.load(build) as runner:
-        return _measure(runner, job)
+        return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()

@@ -1,7 +1,8 @@
 """Start a tuner as a detached background process; request a stop; tell whether it runs.
 
-The dashboard never tunes inside Streamlit: it starts ``python -m gptuner_core tune …`` in its
-own session (it survives browser reloads and app restarts) and reads the study store.
+The dashboard never tunes inside Streamlit: it writes the study's ``study.json`` and starts
+``python -m gptuner_core tune --config STUDY/study.json --study STUDY`` in its own session (it
+survives browser reloads and app restarts), then reads the study store.
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gptuner_core.errors import ConfigError
+
+
+if TYPE_CHECKING:
+    from gptuner_core.config import StudyConfig
 
 
 def tune_argv(args: list[str]) -> list[str]:
@@ -25,33 +31,76 @@ def cli_command(args: list[str]) -> str:
     return "gptuner tune " + " ".join(shlex.quote(a) for a in args)
 
 
+def config_argv(study_dir: str | Path, *, resume: bool = False) -> list[str]:
+    """``gptuner tune`` arguments for a study whose settings are in ``STUDY/study.json``."""
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(study_dir)
+    if resume:
+        return ["--study", str(ws.root), "--continue"]
+    return ["--config", str(ws.config), "--study", str(ws.root)]
+
+
+def launch_config(config: StudyConfig, study_dir: str | Path) -> int:
+    """Validate ``config`` (the CLI's own validation), write it as ``STUDY/study.json`` and start
+    the tuner detached; return its pid."""
+    from gptuner_core.config import StudyConfig as _Config
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    _Config.from_json(config.to_json())  # the same checks `gptuner tune --config` applies
+    ws = StudyWorkspace(study_dir)
+    ws.check_usable()
+    if ws.has_study():
+        msg = f"study folder '{ws.root}' already holds a study (resume it, or choose another name)"
+        raise ConfigError(msg)
+    ws.write_config(config.to_json())
+    return launch_detached(config_argv(ws.root), ws.root)
+
+
 def launch_detached(args: list[str], study_dir: str | Path) -> int:
     """Start ``gptuner tune ARGS`` detached; its output goes to ``STUDY/tuner.log``."""
-    study = Path(study_dir)
-    study.mkdir(parents=True, exist_ok=True)
-    if is_running(study):
-        msg = f"a tuner is already running on '{study}' (pid {read_pid(study)})"
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(study_dir)
+    ws.root.mkdir(parents=True, exist_ok=True)
+    if is_running(ws.root):
+        msg = f"a tuner is already running on '{ws.root}' (pid {read_pid(ws.root)})"
         raise ConfigError(msg)
-    log = (study / "tuner.log").open("ab")
-    proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell string
-        tune_argv(args),
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        close_fds=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    log.close()
-    (study / "tuner.pid").write_text(str(proc.pid), encoding="utf-8")
+    ws.clear_stop()
+    with ws.log.open("ab") as log:
+        proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell string
+            tune_argv(args),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    ws.pid_file.write_text(str(proc.pid), encoding="utf-8")
     return proc.pid
 
 
 def read_pid(study_dir: str | Path) -> int | None:
+    """The pid of the study's tuner: the launcher's pid file, else the store's ``pid`` meta."""
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(study_dir)
     try:
-        return int((Path(study_dir) / "tuner.pid").read_text(encoding="utf-8").strip())
+        return int(ws.pid_file.read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
+        pass
+    if not ws.has_study():
         return None
+    from gptuner_core.errors import StoreError
+    from gptuner_core.storage import open_store
+
+    try:
+        with open_store(ws.root, readonly=True) as store:
+            pid = store.get_meta("pid")
+    except StoreError:
+        return None
+    return int(pid) if isinstance(pid, int) else None
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -72,13 +121,27 @@ def pid_alive(pid: int | None) -> bool:
 
 
 def is_running(study_dir: str | Path) -> bool:
-    return pid_alive(read_pid(study_dir))
+    """A live process that is this study's tuner (a recycled pid of another program is not)."""
+    pid = read_pid(study_dir)
+    if not pid_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True
+    return "gptuner" in cmdline or "pytest" in cmdline or "python" in cmdline
 
 
 def request_stop(study_dir: str | Path) -> None:
-    """Ask the tuner to stop after the current candidate (it finishes cleanly)."""
-    study = Path(study_dir)
-    if not study.exists():
-        msg = f"no study folder '{study}'"
+    """Ask the running tuner to stop after the current candidate (it finishes cleanly)."""
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(study_dir)
+    if not ws.root.is_dir():
+        msg = f"no study folder '{ws.root}'"
         raise ConfigError(msg)
-    (study / "stop").write_text("stop requested\n", encoding="utf-8")
+    if not is_running(ws.root):
+        msg = f"no tuner is running on '{ws.root}': nothing to stop (a stop request is only for a running study)"
+        raise ConfigError(msg)
+    ws.request_stop()

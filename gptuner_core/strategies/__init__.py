@@ -68,10 +68,17 @@ def get_strategy(
     seed: int = 0,
     db: KnobDatabase | None = None,
     warm_start: Sequence[Route] = (),
+    budgeted: bool = False,
     **options: Any,
 ) -> Strategy:
-    """Instantiate strategy ``name`` over ``space`` with validated ``options``."""
+    """Instantiate strategy ``name`` over ``space`` with validated ``options``.
+
+    ``budgeted``: the run has an explicit budget (candidates or time), which replaces a
+    strategy's own automatic stopping rule (``budget_fraction``) unless that option is given.
+    """
     cls = strategy_class(name)
+    if budgeted and "budget_fraction" in cls.options:
+        options.setdefault("budget_fraction", 0.0)
     try:
         return cls(space, seed=seed, db=db, warm_start=warm_start, **options)
     except ImportError as exc:

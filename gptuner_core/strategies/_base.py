@@ -57,12 +57,15 @@ class Proposal:
     ``info`` is stored with the candidate (e.g. ``{"phase": 2}``). ``measure_scale`` scales the
     measurement budget (racing strategies measure briefly first, then longer for contenders).
     ``build_timeout_factor`` kills builds slower than that many times the default's build time.
+    ``remeasure_of`` asks for a longer measurement of an existing candidate (that number) instead
+    of a new build: the loop re-measures it and replaces its record.
     """
 
     route: Route
     info: dict[str, Any] = field(default_factory=dict)
     measure_scale: float = 1.0
     build_timeout_factor: float | None = None
+    remeasure_of: int | None = None
 
 
 def validate_options(

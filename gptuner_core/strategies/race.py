@@ -5,7 +5,7 @@ of the full space) briefly (``Proposal.measure_scale = min_scale``). Each later 
 best ``1/eta`` of the contenders (by the latest measured median) and measures them again with
 ``eta`` times more samples, until the scale reaches 1 or one contender is left. Those
 re-measurements are the one documented exception to the dedupe rule: their proposals carry
-``info={"race_rung": k, "remeasure_of": <number of the previous record>}``.
+``remeasure_of=<number of the previous record>`` (and ``info={"race_rung": k}``).
 
 Every proposal but the baseline also sets ``build_timeout_factor``: the tuner kills a build that
 takes longer than that many times the default route's build time (slow builds are rarely fast
@@ -116,7 +116,8 @@ class RaceStrategy(Strategy):
             route, number = self._queue.pop(0)
             return Proposal(
                 route=route,
-                info={"race_rung": self._rung, "remeasure_of": number, "search": "race"},
+                info={"race_rung": self._rung, "search": "race"},
+                remeasure_of=number,
                 measure_scale=self._scale,
                 build_timeout_factor=self._factor(),
             )

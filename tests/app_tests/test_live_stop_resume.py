@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from gptuner_core.config import StudyConfig
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
 from gptuner_core.engine.launch import is_running
@@ -61,12 +61,13 @@ def test_stop_then_resume(tmp_path, monkeypatch):
     study = ws / "live"
     model = make_tiny_model(tmp_path / "tiny.onnx")
     np.savez(tmp_path / "ds.npz", x=np.zeros((8, 16), np.float32))
-    argv = [str(model), "--backend", FAULTY, "--search", "full",
-            "--expr", "-fault:sleep_ms=300 -fault:label=[a|b] -ort:threads=[0|1] -fault:mode=[none|build_error]",
-            "--dataset", str(tmp_path / "ds.npz"), "--batch-size", "4", "--revalidate-top-k", "0",
-            "--drift-every", "0", "--study", str(study),
-            *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]
-    launch.launch(argv, study)
+    config = StudyConfig(
+        model=str(model), backend=FAULTY, search="full",
+        expression="-fault:sleep_ms=300 -fault:label=[a|b] -ort:threads=[0|1] -fault:mode=[none|build_error]",
+        dataset=str(tmp_path / "ds.npz"), batch_size=4, revalidate_top_k=0, drift_every=0,
+        measurement=dict(QUICK),
+    )
+    launch.launch(config, study)
     assert _wait(lambda: _status(study)[1] >= 1), (study / "tuner.log").read_text()
 
     at = _live(ws, monkeypatch)

@@ -15,23 +15,37 @@ from gptuner_core.routes import Route
 SWEEP = Path(__file__).resolve().parents[1] / "data" / "recorded_sweep" / "sweep.json"
 
 
-def test_build_and_time_replay_recorded_samples(tmp_path):
-    backend = get_backend("replay", {})
+def test_recorded_evaluator_answers_with_the_recorded_record():
+    from gptuner_core.engine.recorded import RecordedEvaluator
+    from gptuner_core.strategies import Proposal
+
     rec = load_recording(SWEEP)
-    assert backend.describe(SWEEP) == rec.db
+    ev = RecordedEvaluator(rec)
     route = rec.expression.route_at("full", 5)
-    built = backend.build(SWEEP, route, tmp_path / "c5")
     recorded = rec.by_key[route.key(rec.db)]
-    with backend.load(built) as runner:
-        runner.prepare({})
-        got = [runner.time_calls(10) / 10 / 1e6 for _ in range(len(recorded.samples_ms))]
-    assert got == pytest.approx(list(recorded.samples_ms))
+    got = ev.evaluate(Proposal(route=route), 7, [], {}, lambda _: None)
+    assert got.number == 7 and got.state is recorded.state
+    assert got.samples_ms == recorded.samples_ms and got.latency == recorded.latency
+    again = ev.remeasure(got, "r1")
+    assert again.ok and again.samples_ms == recorded.samples_ms
 
 
-def test_missing_route_is_a_build_error(tmp_path):
+def test_missing_route_is_build_failed():
+    from gptuner_core.engine.recorded import RecordedEvaluator
+    from gptuner_core.strategies import Proposal
+
+    ev = RecordedEvaluator(load_recording(SWEEP))
+    route = Route.parse("-ort:precision=int8_qdq -ort:quant_per_channel=1")
+    got = ev.evaluate(Proposal(route=route), 1, [], {}, lambda _: None)
+    assert got.state.value == "BUILD_FAILED" and "route not in the recording" in got.error
+    assert ev.missing == [str(route)]
+
+
+def test_the_replay_backend_builds_nothing(tmp_path):
     backend = get_backend("replay", {})
-    with pytest.raises(BackendError, match="route not in the recording"):
-        backend.build(SWEEP, Route.parse("-ort:precision=int8_qdq -ort:quant_per_channel=1"), tmp_path)
+    assert backend.describe(SWEEP) == load_recording(SWEEP).db
+    with pytest.raises(BackendError, match="recorded evaluator"):
+        backend.build(SWEEP, Route.parse(""), tmp_path)
 
 
 @pytest.mark.parametrize("search", ["fast_tpe", "race"])
@@ -55,3 +69,25 @@ def test_the_real_tuner_replays_a_recorded_sweep(tmp_path, search):
     keys = [Route.parse(r.requested_route).key(rec.db) for r in recs]
     assert len(keys) == len(set(keys)) and len(recs) <= 8
     assert winner and winner["message"]
+
+
+@pytest.mark.parametrize("search", ["fast_tpe", "race", "mixed"])
+def test_simulate_and_the_tuner_are_one_loop(tmp_path, search):
+    """The same recording, strategy, seed and budget give the same proposals, in the same
+    order, whether the loop runs in ``simulate`` or in a real tuner on the replay backend."""
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.storage import open_store
+
+    rec = load_recording(SWEEP)
+    sim = simulate(search, SWEEP, 9, seed=4)
+    cfg = StudyConfig(model=str(SWEEP), backend="replay", expression=str(rec.expression),
+                      search=search, seed=4, max_candidates=9, revalidate_top_k=1,
+                      revalidate_rounds=2, drift_every=0)
+    Tuner(cfg, tmp_path / "study").run()
+    with open_store(tmp_path / "study", readonly=True) as store:
+        routes = [r.requested_route for r in store.candidates()]
+    built = [s.route for s in sim.trace if not s.remeasure]
+    assert routes == built
+    assert sim.builds_used == len(routes) <= 9

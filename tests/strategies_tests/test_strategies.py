@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from gptuner_core.engine.simulate import simulate
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import StrategyError
 from gptuner_core.expressions import mixed_phase2
 from gptuner_core.recording import load_recording
-from gptuner_core.recording import simulate
 from gptuner_core.routes import Route
 from gptuner_core.strategies import describe_strategies
 from gptuner_core.strategies import get_strategy
@@ -54,8 +54,7 @@ class TestContract:
         assert res.trace[0].route == str(recording.expression.baseline())
         assert res.builds_used <= (9 if name == "gp" else size + 1)
         assert res.exhausted or res.builds_used == size + 1
-        keys = [Route.parse(s.route).key(recording.db) for s in res.trace
-                if "remeasure_of" not in s.info]
+        keys = [Route.parse(s.route).key(recording.db) for s in res.trace if not s.remeasure]
         assert len(keys) == len(set(keys))
 
     def test_budget_respected(self, name, recording):
@@ -75,7 +74,7 @@ class TestContract:
             if p is None:
                 break
             key = p.route.key(recording.db)
-            if "remeasure_of" not in p.info:
+            if p.remeasure_of is None:
                 assert key not in seen
                 seen.add(key)
             rec = recording.by_key[key].replace(number=len(history), requested_route=str(p.route))
@@ -144,8 +143,7 @@ class TestRaceAndReplay:
         rungs = [s.info.get("race_rung") for s in res.trace]
         assert 0 in rungs and max(r for r in rungs if r is not None) >= 1
         assert res.remeasurements >= 1
-        assert all(s.info.get("remeasure_of") is not None for s in res.trace
-                   if (s.info.get("race_rung") or 0) > 0)
+        assert all(s.remeasure for s in res.trace if (s.info.get("race_rung") or 0) > 0)
 
     def test_missing_routes_reported_as_build_failed(self, recording):
         sub = load_recording(SWEEP)

@@ -1,8 +1,4 @@
-"""Frozen records shared by the engine, the store, the strategies and the dashboard.
-
-Failure is a state (:class:`CandidateState`), never a magic key. Every record round-trips through
-``to_json()`` / ``from_json()`` (plain JSON-able dicts).
-"""
+"""Candidate records: state, latency, accuracy, the stored record."""
 
 from __future__ import annotations
 

@@ -1,0 +1,212 @@
+"""The evaluator seam: turn a proposal into a finished candidate record, and re-measure one.
+
+:class:`IsolatedEvaluator` builds and measures each route in a fresh process (``isolation``),
+applies the accuracy gate and the speed-up; :class:`gptuner_core.engine.recorded.RecordedEvaluator`
+answers from a recording. The loop (``engine.loop``) drives either one the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Protocol
+
+from gptuner_core.engine import verdict
+from gptuner_core.engine.isolation import run_isolated
+from gptuner_core.engine.workspace import load_npz
+from gptuner_core.engine.workspace import save_npz_atomic
+from gptuner_core.engine.workspace import write_atomic
+from gptuner_core.errors import GptunerError
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import ChildJob
+from gptuner_core.records import ChildResult
+from gptuner_core.records import state_of_status
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from collections.abc import Sequence
+
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.strategies import Proposal
+
+BUILD_TARGET = "gptuner_core.engine.child:run_candidate"
+REMEASURE_TARGET = "gptuner_core.engine.child:remeasure"
+
+
+class Evaluator(Protocol):
+    """What the loop needs from whatever answers proposals."""
+
+    def evaluate(
+        self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
+        artifacts: dict[str, int], on_phase: Callable[[str], None],
+    ) -> CandidateRecord:
+        """Build, gate and measure ``proposal`` as candidate ``number``; never raises for a
+        problem of that candidate (it becomes the record's state and error)."""
+
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        """Measure an existing candidate again in a fresh process (drift, racing,
+        re-validation); ``purpose`` names the work folder (``baseline/00012``, ``r3``...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StudyContext:
+    """The narrow view of a study the evaluator needs (instead of the whole tuner)."""
+
+    config: StudyConfig
+    workspace: StudyWorkspace
+    inputs: StudyInputs
+
+
+class IsolatedEvaluator:
+    """Real builds and measurements, each in a fresh isolated process."""
+
+    def __init__(self, ctx: StudyContext) -> None:
+        self.ctx = ctx
+
+    # -- jobs ------------------------------------------------------------------------------
+    def job(self, route: str, **changes: Any) -> ChildJob:
+        cfg, inputs, ws = self.ctx.config, self.ctx.inputs, self.ctx.workspace
+        model = cfg.model
+        if ":" not in model or Path(model).exists():
+            model = str(Path(model).resolve())
+        job = ChildJob(
+            backend=cfg.backend, backend_options=dict(cfg.backend_options), model=model,
+            route=route, inputs=str(inputs.inputs_path),
+            calibration=str(inputs.calibration_path) if inputs.calibration_path else None,
+            batch_size=cfg.batch_size, measurement=dict(cfg.measurement),
+            task_metric=cfg.task_metric,
+            labels=str(inputs.labels_path) if inputs.labels_path else None,
+            golden=str(ws.golden) if ws.golden.exists() else None,
+        )
+        return job.replace(**changes)
+
+    def _timeouts(self, build_timeout: float | None = None) -> dict[str, float]:
+        cfg = self.ctx.config
+        build = build_timeout if build_timeout is not None else cfg.build_timeout_s
+        return {"start": build, "build": build, "measure": cfg.measure_timeout_s}
+
+    def _run(self, target: str, job: ChildJob, workdir: Path, timeouts: dict[str, float],
+             on_phase: Callable[[str], None] | None = None) -> ChildResult:
+        outcome = run_isolated(target, job.to_json(), workdir, timeouts=timeouts, on_phase=on_phase)
+        if outcome.result is not None and outcome.status in ("ok", "duplicate"):
+            res = ChildResult.from_json(outcome.result)
+        else:
+            res = ChildResult.from_json(outcome.result) if outcome.result else ChildResult(
+                state=CandidateState.CRASHED
+            )
+            res = res.replace(state=state_of_status(outcome.status), error=outcome.error or "failed")
+        return res.replace(phase=outcome.phase, phase_times=dict(outcome.phase_times))
+
+    # -- evaluating a proposal -------------------------------------------------------------
+    def evaluate(
+        self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
+        artifacts: dict[str, int], on_phase: Callable[[str], None],
+    ) -> CandidateRecord:
+        ws = self.ctx.workspace
+        workdir = ws.candidate_dir(number)
+        if workdir.exists():  # left by a tuner killed mid-candidate: that candidate re-runs
+            stale = workdir.with_name(f"{workdir.name}.stale-{time.time_ns()}")
+            workdir.rename(stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        route = str(proposal.route)
+        rec = CandidateRecord(
+            number=number, requested_route=route, state=CandidateState.RUNNING,
+            strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
+            log_path=str(workdir / "log.txt"),
+        )
+        try:
+            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir)
+        except Exception as exc:  # noqa: BLE001 - a candidate's problem never kills the tuner
+            text = str(exc) if isinstance(exc, GptunerError) else f"{type(exc).__name__}: {exc}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            with (workdir / "log.txt").open("a", encoding="utf-8") as log:
+                log.write("\n[gptuner tuner] error while handling this candidate's result:\n")
+                log.write(traceback.format_exc())
+            return rec.replace(
+                state=CandidateState.CRASHED, finished_at=time.time(),
+                error=f"error while handling the candidate's result: {text}",
+            )
+
+    def _evaluate(
+        self, rec: CandidateRecord, proposal: Proposal, history: Sequence[CandidateRecord],
+        artifacts: dict[str, int], on_phase: Callable[[str], None], workdir: Path,
+    ) -> CandidateRecord:
+        cfg = self.ctx.config
+        build_timeout = cfg.build_timeout_s
+        if proposal.build_timeout_factor and history and history[0].build_time_s:
+            build_timeout = min(build_timeout, max(1.0, proposal.build_timeout_factor * history[0].build_time_s))
+        job = self.job(rec.requested_route, known_artifacts=dict(artifacts),
+                       measure_scale=proposal.measure_scale)
+        res = self._run(BUILD_TARGET, job, workdir, self._timeouts(build_timeout), on_phase)
+        rec = rec.replace(
+            phase=res.phase, finished_at=time.time(), effective_route=res.effective_route,
+            build_time_s=res.build_time_s, artifact_path=res.artifact,
+            artifact_sha256=res.sha256, artifact_size=res.size,
+            extra={"artifact_key": res.artifact_key, "info": res.info, "phase_times": res.phase_times},
+        )
+        if res.state is CandidateState.DUPLICATE:
+            original = next(r for r in history if r.number == res.duplicate_of)
+            return self._finish(rec.replace(
+                state=CandidateState.DUPLICATE, duplicate_of=original.number,
+                accuracy=original.accuracy, latency=original.latency, speedup=original.speedup,
+                speedup_ci=original.speedup_ci, measure_time_s=0.0,
+            ))
+        if not res.ok:
+            return self._finish(rec.replace(state=res.state, error=res.error or "failed"))
+        rec = rec.replace(
+            latency=res.latency, samples_ms=res.samples_ms, telemetry=res.telemetry,
+            measure_time_s=res.measure_time_s,
+        )
+        rec = self._gate(rec, workdir, res)
+        rec = verdict.with_speedup(rec, history[0] if history else None)
+        return self._finish(rec)
+
+    def _gate(self, rec: CandidateRecord, workdir: Path, res: ChildResult) -> CandidateRecord:
+        """The default route (candidate 0) defines the golden outputs and reference metric."""
+        ws, cfg = self.ctx.workspace, self.ctx.config
+        outputs = load_npz(workdir / "outputs.npz")
+        settings = cfg.accuracy_settings()
+        first = rec.number == 0 or not ws.golden.exists()
+        if first:
+            save_npz_atomic(ws.golden, outputs)
+            if res.task_metric is not None:
+                write_atomic(ws.reference, json.dumps({"task_metric": res.task_metric}).encode())
+            golden, reference = outputs, None
+        else:
+            golden = load_npz(ws.golden)
+            reference = None
+            if ws.reference.exists():
+                reference = json.loads(ws.reference.read_text(encoding="utf-8")).get("task_metric")
+        result = verdict.gate(outputs, golden, settings, reference,
+                              task_value=res.task_metric, task_error=res.task_error)
+        if not first and not cfg.keep_artifacts:
+            (workdir / "outputs.npz").unlink(missing_ok=True)
+        if first and result.state is CandidateState.ACCURACY_FAILED and not res.task_error:
+            result = verdict.GateResult(state=CandidateState.COMPLETE, accuracy=result.accuracy, error=None)
+        return rec.replace(state=result.state, accuracy=result.accuracy, error=result.error)
+
+    def _finish(self, rec: CandidateRecord) -> CandidateRecord:
+        if not self.ctx.config.keep_artifacts and rec.number != 0 and rec.artifact_path:
+            art = Path(rec.artifact_path)
+            shutil.rmtree(art, ignore_errors=True) if art.is_dir() else art.unlink(missing_ok=True)
+        return rec
+
+    # -- re-measuring ----------------------------------------------------------------------
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        workdir = self.ctx.workspace.root / purpose
+        job = self.job(
+            record.requested_route, artifact=record.artifact_path,
+            effective_route=record.effective_route, info=record.extra.get("info", {}),
+            measure_scale=scale, task_metric=None,
+        )
+        return self._run(REMEASURE_TARGET, job, workdir, self._timeouts())

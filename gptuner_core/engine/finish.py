@@ -1,0 +1,125 @@
+"""After screening: interleaved re-validation into the one :class:`Winner`, and the output copy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gptuner_core.engine import verdict
+from gptuner_core.engine.workspace import write_atomic
+from gptuner_core.errors import BackendError
+from gptuner_core.errors import GptunerError
+from gptuner_core.errors import StoreError
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import Winner
+    from gptuner_core.storage import StudyStore
+
+
+def revalidate_winner(
+    cfg: StudyConfig,
+    evaluator: Evaluator,
+    store: StudyStore,
+    history: list[CandidateRecord],
+    on_round: Callable[[int, int], None] | None = None,
+) -> Winner | None:
+    """Interleaved re-validation of the top-K eligible candidates against the default."""
+    from gptuner_core.measurement import revalidate
+
+    if not history or not history[0].eligible:
+        return None
+    eligible = verdict.contenders(history)
+    if not eligible:
+        return verdict.default_only()
+    top = eligible[: max(cfg.revalidate_top_k, 0)]
+    if not top:
+        return verdict.screening_only(eligible[0], cfg.min_effect)
+    by_number = {r.number: r for r in history}
+    rounds = max(cfg.revalidate_rounds, 2)
+    total = rounds * (len(top) + 1)
+    done = [0]
+
+    def measure_fresh(number: int, round_index: int) -> list[float]:
+        purpose = f"revalidation/r{round_index}_{number:05d}"
+        res = evaluator.remeasure(by_number[number], purpose)
+        done[0] += 1
+        if on_round is not None:
+            on_round(done[0], total)
+        if not res.ok or not res.samples_ms:
+            msg = f"re-measurement of candidate #{number} failed ({res.error or 'no samples'}; see {purpose}/log.txt)"
+            raise BackendError(msg)
+        return list(res.samples_ms)
+
+    try:
+        result = revalidate(
+            [r.number for r in top], 0, measure_fresh, rounds=rounds,
+            seed=cfg.seed, min_effect=cfg.min_effect,
+        )
+    except GptunerError as exc:
+        store.add_event("revalidation", {"error": str(exc)})
+        return verdict.revalidation_failed(eligible[0], str(exc))
+    store.add_event("revalidation", result.to_json())
+    return verdict.from_revalidation(result)
+
+
+def check_output_path(output: str) -> None:
+    """Refuse an ``--output`` that cannot be written, before the study runs."""
+    dst = Path(output)
+    parent = next((p for p in [dst.parent, *dst.parent.parents] if p.exists()), None)
+    if dst.exists() and dst.is_dir() and not any(dst.iterdir()):
+        return
+    if parent is None or not parent.is_dir():
+        msg = f"--output '{output}': '{parent}' is not a folder (expected a writable path)"
+        raise StoreError(msg)
+    import os
+
+    if not os.access(parent, os.W_OK | os.X_OK):
+        msg = f"--output '{output}': '{parent}' is not writable (permission denied)"
+        raise StoreError(msg)
+
+
+def write_output(
+    cfg: StudyConfig, store: StudyStore, winner: Winner, study_dir: Path
+) -> Path | None:
+    """Copy the recommended artifact to ``cfg.output`` with a JSON sidecar (the Winner record).
+
+    Raises StoreError naming the write that failed; the study's results stay as recorded.
+    """
+    assert cfg.output is not None
+    rec = store.candidate(winner.number)
+    if rec is None or not rec.artifact_path or not Path(rec.artifact_path).exists():
+        return None
+    src = Path(rec.artifact_path)
+    dst = Path(cfg.output).resolve()
+    sidecar = dst.with_name(dst.name + ".json")
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dst)
+        write_atomic(sidecar, json.dumps({
+            "route": rec.requested_route,
+            "effective_route": rec.effective_route,
+            "candidate": rec.number,
+            "winner": winner.to_json(),
+            "speedup": winner.speedup,
+            "speedup_ci": list(winner.ci) if winner.ci else None,
+            "significant": winner.significant,
+            "latency_ms": rec.latency.median_ms if rec.latency else None,
+            "accuracy": rec.accuracy.to_json() if rec.accuracy else None,
+            "fingerprint": store.fingerprint(),
+            "study": str(study_dir),
+        }, indent=2).encode())
+    except OSError as exc:
+        msg = f"cannot write --output '{dst}': {exc.strerror or exc}"
+        raise StoreError(msg) from None
+    return dst

@@ -1,0 +1,135 @@
+"""A study's inputs: loaded and validated before anything is written, stored atomically once,
+verified (by content hash) whenever a study is continued."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gptuner_core.engine.workspace import arrays_sha256
+from gptuner_core.engine.workspace import load_npz
+from gptuner_core.engine.workspace import save_npy_atomic
+from gptuner_core.engine.workspace import save_npz_atomic
+from gptuner_core.errors import DatasetError
+from gptuner_core.errors import StoreError
+
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gptuner_core.backends import TensorSpec
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.dataset import Dataset
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+CALIBRATION_ROWS = 64
+SYNTHETIC_ROWS = 64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StudyInputs:
+    """Where a study's inputs live, and their labels (for task metrics)."""
+
+    inputs_path: Path
+    calibration_path: Path | None
+    labels_path: Path | None
+    labels: np.ndarray | None
+    sha256: str
+
+
+def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]) -> Dataset:
+    """Load and validate the dataset (or synthesize inputs) before anything is written."""
+    from gptuner_core.dataset import load_dataset
+    from gptuner_core.dataset import synthesize
+    from gptuner_core.dataset import validate_batch_size
+    from gptuner_core.errors import ConfigError
+
+    validate_batch_size(specs, cfg.batch_size)
+    ds = load_dataset(cfg.dataset, specs) if cfg.dataset else synthesize(
+        specs, SYNTHETIC_ROWS, seed=cfg.seed
+    )
+    where = f"dataset '{cfg.dataset}'" if cfg.dataset else "synthesized inputs"
+    for name, value in ds.inputs.items():
+        arr = np.asarray(value)
+        if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+            bad = int(arr.size - np.isfinite(arr).sum())
+            msg = (
+                f"{where}: input '{name}' holds {bad} non-finite value(s) (NaN or inf); inputs "
+                "must be finite, or the default route's outputs would become a non-finite "
+                "golden reference"
+            )
+            raise DatasetError(msg)
+    if cfg.task_metric == "top1":
+        if ds.labels is None:
+            msg = (
+                "--task-metric top1 needs labels: the dataset must hold a 'labels' array "
+                f"(dataset: {cfg.dataset or 'none, inputs are synthesized'})"
+            )
+            raise ConfigError(msg)
+        labels = np.asarray(ds.labels)
+        if labels.ndim != 1 or labels.dtype.kind not in "iu":
+            msg = (
+                f"{where}: 'labels' must be a 1-D array of integer class ids for --task-metric "
+                f"top1 (got dtype {labels.dtype}, shape {list(labels.shape)})"
+            )
+            raise DatasetError(msg)
+    return ds
+
+
+def store_inputs(ws: StudyWorkspace, ds: Dataset) -> str:
+    """Write inputs, calibration rows and labels atomically; return the inputs' content hash."""
+    save_npz_atomic(ws.calibration, ds.calibration(CALIBRATION_ROWS))
+    if ds.labels is not None:
+        save_npy_atomic(ws.labels, np.asarray(ds.labels))
+    arrays = {k: np.asarray(v) for k, v in ds.inputs.items()}
+    save_npz_atomic(ws.inputs, arrays)
+    return arrays_sha256(arrays)
+
+
+def open_inputs(
+    ws: StudyWorkspace, cfg: StudyConfig, specs: list[TensorSpec], recorded_sha: str | None
+) -> StudyInputs:
+    """The stored inputs of a study, verified against the hash recorded at creation.
+
+    A missing or damaged ``inputs.npz`` (e.g. a full disk) is rebuilt from the configuration
+    when that reproduces the recorded content exactly; otherwise the study is refused with the
+    reason, never measured on different inputs.
+    """
+    try:
+        arrays = load_npz(ws.inputs)
+        sha = arrays_sha256(arrays)
+    except (FileNotFoundError, StoreError) as exc:
+        problem = "missing" if isinstance(exc, FileNotFoundError) else str(exc)
+        sha = None
+    else:
+        problem = "" if recorded_sha in (None, sha) else "its content differs from the recorded hash"
+    if problem:
+        ds = load_inputs(cfg, specs)
+        rebuilt = store_inputs(ws, ds)
+        if recorded_sha is not None and rebuilt != recorded_sha:
+            msg = (
+                f"study inputs '{ws.inputs}' are unusable ({problem}) and the dataset no longer "
+                f"reproduces them (recorded sha256 {recorded_sha[:12]}…, now {rebuilt[:12]}…); "
+                "the study cannot be continued on the same inputs"
+            )
+            raise StoreError(msg)
+        sha = rebuilt
+    try:
+        load_npz(ws.calibration)
+    except (FileNotFoundError, StoreError):
+        save_npz_atomic(ws.calibration, load_inputs(cfg, specs).calibration(CALIBRATION_ROWS))
+    labels = None
+    if ws.labels.exists():
+        try:
+            labels = np.load(ws.labels, allow_pickle=False)
+        except Exception:  # noqa: BLE001 - a damaged labels file is rebuilt like the inputs
+            ds = load_inputs(cfg, specs)
+            labels = np.asarray(ds.labels) if ds.labels is not None else None
+            if labels is not None:
+                save_npy_atomic(ws.labels, labels)
+    return StudyInputs(
+        inputs_path=ws.inputs, calibration_path=ws.calibration,
+        labels_path=ws.labels if labels is not None else None, labels=labels, sha256=str(sha),
+    )

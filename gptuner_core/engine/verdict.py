@@ -1,0 +1,169 @@
+"""Pure verdict functions: the accuracy gate, the speed-up, and the one :class:`Winner` record.
+
+Nothing here touches files, processes or the store; each function is unit-tested on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.records import AccuracyResult
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import Verdict
+from gptuner_core.records import Winner
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from collections.abc import Sequence
+
+    from gptuner_core.accuracy import AccuracySettings
+
+#: fewer samples than this give a point speed-up but no confidence interval
+MIN_SAMPLES_FOR_CI = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateResult:
+    state: CandidateState
+    accuracy: AccuracyResult
+    error: str | None
+
+
+def gate(
+    outputs: Mapping[str, Any],
+    golden: Mapping[str, Any],
+    settings: AccuracySettings,
+    reference_task_metric: float | None,
+    *,
+    task_value: float | None = None,
+    task_error: str | None = None,
+) -> GateResult:
+    """Accuracy filters: losses of ``outputs`` vs ``golden`` plus the task metric the candidate's
+    own process computed (``task_value``, or ``task_error`` when the metric failed there)."""
+    from gptuner_core.accuracy import check
+    from gptuner_core.accuracy import compare_outputs
+
+    compared = compare_outputs(outputs, golden, settings.metric, atol=settings.atol, rtol=settings.rtol)
+    result = AccuracyResult(
+        metric=settings.metric,
+        losses={name: c.loss for name, c in compared.items()},
+        task_metric=task_value,
+        task_metric_name=settings.task_metric,
+    )
+    if task_error:
+        return GateResult(state=CandidateState.ACCURACY_FAILED, accuracy=result, error=task_error)
+    passed, reason = check(result, settings, reference_task_metric)
+    structural = [c.reason for c in compared.values() if c.reason]
+    if structural:  # the precise cause replaces the generic "could not be compared"
+        others = [p for p in reason.split("; ") if p and "could not be compared" not in p]
+        reason = "; ".join(structural + others)
+        passed = False
+    if passed:
+        return GateResult(state=CandidateState.COMPLETE, accuracy=result, error=None)
+    return GateResult(state=CandidateState.ACCURACY_FAILED, accuracy=result, error=reason)
+
+
+def with_speedup(rec: CandidateRecord, default: CandidateRecord | None) -> CandidateRecord:
+    """Speed-up vs the default route with a bootstrap CI over the screening samples.
+
+    Defined for any sample count: with fewer than two samples on either side there is a point
+    estimate (ratio of medians) and no CI, flagged in ``extra["speedup_note"]`` — never an error.
+    """
+    from gptuner_core.measurement import speedup
+
+    if rec.latency is None:
+        return rec
+    if rec.number == 0 or default is None:
+        return rec.replace(speedup=1.0, speedup_ci=(1.0, 1.0))
+    if default.latency is None or rec.latency.median_ms <= 0:
+        return rec
+    point = default.latency.median_ms / rec.latency.median_ms
+    n = min(len(default.samples_ms), len(rec.samples_ms))
+    if n < MIN_SAMPLES_FOR_CI:
+        note = (
+            f"no confidence interval: {len(rec.samples_ms)} latency sample(s) for this route, "
+            f"{len(default.samples_ms)} for the default (at least {MIN_SAMPLES_FOR_CI} needed)"
+        )
+        return rec.replace(speedup=point, speedup_ci=None, extra={**rec.extra, "speedup_note": note})
+    est = speedup(default.samples_ms, rec.samples_ms)
+    return rec.replace(speedup=est.point, speedup_ci=(est.low, est.high))
+
+
+def contenders(history: Sequence[CandidateRecord]) -> list[CandidateRecord]:
+    """Eligible non-default candidates that built their own artifact, fastest first."""
+    return sorted(
+        (r for r in history if r.eligible and r.number != 0 and r.state is CandidateState.COMPLETE),
+        key=lambda r: r.latency.median_ms if r.latency else float("inf"),
+    )
+
+
+def default_only() -> Winner:
+    return Winner(
+        verdict=Verdict.DEFAULT_ONLY, number=0, speedup=1.0, ci=None,
+        message="no eligible route other than the default; keeping the default route",
+    )
+
+
+def screening_only(best: CandidateRecord, min_effect: float) -> Winner:
+    """``--revalidate-top-k 0``: screening numbers only. The best route is recommended only when
+    its screening CI clears 1 + min_effect; a route slower than the default never is."""
+    ci = best.speedup_ci
+    speed = best.speedup or 0.0
+    clears = ci is not None and ci[0] > 1.0 + min_effect
+    tail = "not re-validated (--revalidate-top-k 0): screening numbers only"
+    if clears:
+        return Winner(
+            verdict=Verdict.NOT_REVALIDATED, number=best.number, speedup=speed, ci=ci,
+            best=best.number, best_speedup=speed, best_ci=ci, screening=True,
+            method="screening bootstrap CI", message=(
+                f"best route #{best.number} screened {speed:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}]; {tail}"  # type: ignore[index]
+            ),
+        )
+    return Winner(
+        verdict=Verdict.NOT_REVALIDATED, number=0, speedup=1.0, ci=None,
+        best=best.number, best_speedup=speed, best_ci=ci, screening=True,
+        method="screening bootstrap CI", message=(
+            f"keeping the default route: the best route #{best.number} screened {speed:.3f}x, "
+            f"which does not clear {1 + min_effect:.3f}x; {tail}"
+        ),
+    )
+
+
+def revalidation_failed(best: CandidateRecord, error: str) -> Winner:
+    return Winner(
+        verdict=Verdict.FAILED, number=0, speedup=1.0, ci=None, best=best.number,
+        best_speedup=best.speedup, best_ci=best.speedup_ci, screening=True,
+        message=(
+            f"re-validation failed ({error}); keeping the default route "
+            f"(best screening result: #{best.number}, {best.speedup or 0:.3f}x)"
+        ),
+    )
+
+
+def from_revalidation(result: Any) -> Winner:
+    """The Winner for a :class:`gptuner_core.measurement.RevalidationResult`."""
+    chosen = result.winner if result.winner is not None else result.best
+    est = result.estimates.get(chosen) if chosen is not None else None
+    ci = (est.low, est.high) if est is not None else None
+    rounds = max((len(v) for v in result.round_medians.values()), default=0)
+    method = getattr(est, "method", "") if est is not None else ""
+    if result.winner is not None and est is not None:
+        return Winner(
+            verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=ci,
+            message=result.message, best=result.best, best_speedup=est.point, best_ci=ci,
+            rounds=rounds, method=method,
+        )
+    # not faster: even the best contender's CI stays below 1 + min-effect; otherwise the CI
+    # still admits a real speed-up and the study simply did not measure enough to decide
+    verdict = Verdict.NOT_FASTER
+    if ci is not None and ci[1] > 1.0 + result.min_effect:
+        verdict = Verdict.INCONCLUSIVE
+    return Winner(
+        verdict=verdict, number=result.default, speedup=1.0, ci=None, message=result.message,
+        best=result.best, best_speedup=est.point if est is not None else None, best_ci=ci,
+        rounds=rounds, method=method,
+    )
