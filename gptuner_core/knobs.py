@@ -166,12 +166,9 @@ class KnobDatabase:
 
     @classmethod
     def from_string(cls, text: str, *, source: str = "<string>") -> KnobDatabase:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            msg = f"knob database {source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-            raise KnobDatabaseError(msg) from None
-        return cls.from_json(data, source=source)
+        from gptuner_core.jsonio import loads
+
+        return cls.from_json(loads(text, f"knob database {source}", KnobDatabaseError), source=source)
 
     @classmethod
     def from_file(cls, path: str | Path) -> KnobDatabase:

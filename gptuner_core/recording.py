@@ -11,7 +11,6 @@ it (its docstring states the one semantics), both for ``gptuner replay`` /
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -133,11 +132,14 @@ def load_recording(source: str | Path | Recording) -> Recording:
             msg = f"recording '{path}': the study has no 'knob_db' meta (expected one written by the tuner)"
             raise StoreError(msg)
     elif path.is_file():
+        from gptuner_core.jsonio import loads
+
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             msg = f"recording '{path}': cannot read a recording JSON ({exc})"
             raise ConfigError(msg) from None
+        doc = loads(text, f"recording '{path}'", ConfigError)
         if not isinstance(doc, dict) or doc.get("format") != RECORDING_FORMAT:
             got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
             msg = f"recording '{path}': expected format '{RECORDING_FORMAT}' (got {got!r})"

@@ -146,14 +146,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc))
     except GptunerError as exc:
         return _error(str(exc))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    except RecursionError:
+        return _error("an input file is nested too deeply to parse (expected a flat document)")
     except BrokenPipeError:
         # The reader went away (``gptuner dry-run ... | head``): not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        where = f" '{exc.filename}'" if exc.filename else ""
+        return _error(f"cannot access{where}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
 
 
 __all__ = ["main"]

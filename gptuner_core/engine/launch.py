@@ -82,7 +82,8 @@ def launch_detached(args: list[str], study_dir: str | Path) -> int:
 
 
 def read_pid(study_dir: str | Path) -> int | None:
-    """The pid of the study's tuner: the launcher's pid file, else the store's ``pid`` meta."""
+    """The pid of the study's tuner: the launcher's pid file, else the store's ``pid`` meta
+    while the store says a tuner is active (a finished study's pid means nothing)."""
     from gptuner_core.engine.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study_dir)
@@ -93,14 +94,17 @@ def read_pid(study_dir: str | Path) -> int | None:
     if not ws.has_study():
         return None
     from gptuner_core.errors import StoreError
+    from gptuner_core.records import StudyStatus
     from gptuner_core.storage import open_store
 
     try:
         with open_store(ws.root, readonly=True) as store:
             pid = store.get_meta("pid")
+            status = StudyStatus.parse(store.get_meta("status"))
     except StoreError:
         return None
-    return int(pid) if isinstance(pid, int) else None
+    active = status is not None and status.is_active()
+    return int(pid) if isinstance(pid, int) and active else None
 
 
 def pid_alive(pid: int | None) -> bool:

@@ -109,8 +109,18 @@ class StudyWorkspace:
 
     # -- state -----------------------------------------------------------------------------
     def has_study(self) -> bool:
-        """An initialised study (the store is renamed into place only when complete)."""
-        return self.store.is_file()
+        """An initialised study (the store is renamed into place only when complete; a store
+        left uninitialised by an older gptuner killed during creation is no study)."""
+        return self.store.is_file() and not self._uninitialised_store()
+
+    def _uninitialised_store(self) -> bool:
+        from gptuner_core.storage import open_store
+
+        try:
+            with open_store(self.root, readonly=True) as store:
+                return not store.config()
+        except StoreError as exc:
+            return "not initialised yet" in str(exc)  # anything else is kept and reported
 
     def check_usable(self) -> None:
         """Refuse, before anything is written, a study path that cannot hold a study."""
@@ -160,6 +170,10 @@ class StudyWorkspace:
             pid = staged.name.rsplit("-", 1)[-1]
             if not pid.isdigit() or int(pid) == os.getpid() or not pid_alive(int(pid)):
                 shutil.rmtree(staged, ignore_errors=True)
+        if self.store.is_file() and self._uninitialised_store():
+            for suffix in ("", "-wal", "-shm", ".lock"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{self.store}{suffix}").unlink()
 
     # -- stop requests ---------------------------------------------------------------------
     def request_stop(self) -> None:

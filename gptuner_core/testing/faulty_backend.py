@@ -36,7 +36,7 @@ MODES = ("none", "segfault", "abort", "hang_build", "hang_measure", "exit_early"
 
 
 class _OrtRunner(Runner):
-    def __init__(self, path: Path, threads: int, mode: str) -> None:
+    def __init__(self, path: Path, threads: int, mode: str, call_ms: int = 0) -> None:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
@@ -44,6 +44,7 @@ class _OrtRunner(Runner):
         so.log_severity_level = 3
         self.sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         self.mode = mode
+        self.call_s = call_ms / 1000
         self.feeds: dict[str, Any] = {}
 
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -60,6 +61,8 @@ class _OrtRunner(Runner):
         t0 = time.perf_counter_ns()
         for _ in range(n):
             self.sess.run(None, self.feeds)
+            if self.call_s:
+                time.sleep(self.call_s)
         return time.perf_counter_ns() - t0
 
 
@@ -84,6 +87,8 @@ class FaultyBackend(Backend):
                  help="changes nothing in the artifact (its routes are duplicates)"),
             Knob(name="-fault:sleep_ms", values=("0", "100", "200", "300"), default="0",
                  help="sleep this long in the build (slow builds)"),
+            Knob(name="-fault:call_ms", values=("0", "40"), default="0",
+                 help="sleep this long in every timed call (slow engines: few latency samples)"),
         ])
 
     def input_specs(self, model: Path) -> list[TensorSpec]:
@@ -126,12 +131,16 @@ class FaultyBackend(Backend):
         shutil.copy2(model, artifact)
         threads = route.get("-ort:threads", "0")
         sleep = route.get("-fault:sleep_ms", "0")
+        call = route.get("-fault:call_ms", "0")
         return BuildResult(
             artifact=artifact,
-            effective_route=f"-fault:mode={mode} -ort:threads={threads} -fault:sleep_ms={sleep}",
-            info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep}},
+            effective_route=f"-fault:mode={mode} -ort:threads={threads} -fault:sleep_ms={sleep}"
+            + (f" -fault:call_ms={call}" if call != "0" else ""),
+            info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep,
+                                     **({"call_ms": call} if call != "0" else {})}},
         )
 
     def load(self, build: BuildResult) -> Runner:
         cfg = build.info.get("runtime_config", {})
-        return _OrtRunner(build.artifact, int(cfg.get("threads", 0)), cfg.get("mode", "none"))
+        return _OrtRunner(build.artifact, int(cfg.get("threads", 0)), cfg.get("mode", "none"),
+                          int(cfg.get("call_ms", 0)))
