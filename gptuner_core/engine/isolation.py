@@ -201,6 +201,21 @@ def start_method_for(job: dict[str, Any], requested: str | None = None) -> str:
     return method
 
 
+def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
+    """Start the launcher in the background when ``job``'s kind will use it, so that the
+    study's set-up, not its first candidate, pays for the launcher's imports."""
+    if start_method_for(job, start_method) == "launcher":
+        import threading
+
+        from gptuner_core.engine import launcher
+
+        def start() -> None:
+            with contextlib.suppress(launcher.LauncherUnavailable, OSError):
+                launcher.shared()
+
+        threading.Thread(target=start, name="gptuner-launcher-start", daemon=True).start()
+
+
 def _warn_once(reason: str) -> None:
     if reason not in _warned:
         _warned.add(reason)
@@ -228,7 +243,8 @@ def _start_launched(target: str, workdir: Path) -> Any:
 
 
 def _start(target: str, workdir: Path, method: str) -> Any:
-    proc = _start_launched(target, workdir) if method == "launcher" else None
+    launch = method == "launcher" and sys.platform.startswith("linux")
+    proc = _start_launched(target, workdir) if launch else None
     if proc is None:
         ctx = multiprocessing.get_context("spawn")
         proc = ctx.Process(target=_child_main, args=(target, str(workdir), os.getpid()), daemon=True)

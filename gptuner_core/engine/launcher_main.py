@@ -146,8 +146,14 @@ def serve(config: dict[str, Any]) -> None:
                     if not data:
                         return  # the caller closed its end or died
                     if fds:
-                        _fork(json.loads(data), socket.socket(fileno=fds[0]), children, listening,
-                              [ctrl.fileno(), wake_r, wake_w], sigint)
+                        job = socket.socket(fileno=fds[0])
+                        try:
+                            req = json.loads(data)
+                        except ValueError as exc:
+                            _send(job, {"refused": f"unreadable request ({exc})"})
+                            job.close()
+                            continue
+                        _fork(req, job, children, listening, [ctrl.fileno(), wake_r, wake_w], sigint)
                 elif sock in listening:
                     try:
                         data = sock.recv(64)

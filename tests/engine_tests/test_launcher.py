@@ -213,3 +213,12 @@ def test_sigkilled_tuner_leaves_no_process_behind(tmp_path, method):
     finally:
         tuner.kill()
         tuner.wait()
+
+
+def test_prestart_readies_the_launcher_the_first_candidate_then_uses(tmp_path, fresh_launcher):
+    from gptuner_core.engine.isolation import prestart
+
+    prestart({"backend": "onnxruntime"}, "auto")
+    assert _wait_for(lambda: launcher._shared is not None, 120)  # noqa: SLF001
+    started = launcher.shared().pid
+    assert _report(tmp_path, "first")["ppid"] == started
