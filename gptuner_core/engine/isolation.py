@@ -1,14 +1,14 @@
 """Run one candidate in a fresh process; the parent owns the clock.
 
-The child is forked from the pre-imported ``launcher`` (see that module for its rules) when the
-job allows it, else started with ``spawn`` (a new interpreter): see :func:`start_method_for`.
-Either way it is a fresh process no other candidate has run in. The child redirects its stdout/stderr file descriptors (native libraries included) to
-``log.txt``, writes its current phase (``build``/``measure``) to the ``phase`` file, and writes
-``result.json`` atomically (tmp + rename) when done. Each phase line carries the child's clock,
-so ``phase_times`` are exact rather than rounded to the parent's poll. The parent polls, applies the build and the
-measurement timeouts to their own phases, kills on timeout, and classifies the outcome from the
-result, the exit code and the signal — a segfault, abort, hang or out-of-memory in a candidate
-never takes the tuner down.
+The child is forked from the pre-imported ``launcher`` when the job allows it, else started with
+``spawn`` (a new interpreter): see :func:`start_method_for`. Either way it is a fresh process no
+other candidate has run in. The child redirects its stdout/stderr file descriptors (native
+libraries included) to ``log.txt``, appends each phase it enters (``build``/``measure``, with its
+own clock, so ``phase_times`` are exact rather than rounded to the parent's poll) to the ``phase``
+file, and writes ``result.json`` atomically (tmp + rename) when done. The parent polls, applies the
+build and the measurement timeouts to their own phases, kills on timeout, and classifies the
+outcome from the result, the exit code and the signal — a segfault, abort, hang or out-of-memory
+in a candidate never takes the tuner down.
 """
 
 from __future__ import annotations
@@ -193,7 +193,8 @@ def start_method_for(job: dict[str, Any], requested: str | None = None) -> str:
     else ``auto`` (the launcher on Linux unless :func:`needs_clean_interpreter`)."""
     method = requested or os.environ.get(START_METHOD_ENV) or "auto"
     if method not in START_METHODS:
-        msg = f"start method must be one of {', '.join(START_METHODS)} (got {method!r})"
+        source = "start method" if requested else START_METHOD_ENV
+        msg = f"{source} must be one of {', '.join(START_METHODS)} (got {method!r})"
         raise ConfigError(msg)
     if method == "auto":
         linux = sys.platform.startswith("linux")
@@ -271,13 +272,13 @@ def run_isolated(
         start_method: ``auto``, ``launcher`` or ``spawn`` (see :func:`start_method_for`); the
             launcher falls back to spawn whenever it cannot fork a clean child.
     """
+    method = start_method_for(job, start_method)
     workdir.mkdir(parents=True, exist_ok=True)
     for name in (RESULT, PHASE):
         with contextlib.suppress(FileNotFoundError):
             (workdir / name).unlink()
     # read by the child at once and rewritten if the candidate re-runs: no fsync needed (~12 ms)
     write_json_atomic(workdir / JOB, job, durable=False)
-    method = start_method_for(job, start_method)
     requested = time.time()
     proc = _start(target, workdir, method)
     started = time.monotonic()

@@ -119,7 +119,7 @@ class TestLauncherSafety:
         pid = launcher.shared().pid
         assert len(os.listdir(f"/proc/{pid}/task")) == 1
         maps = Path(f"/proc/{pid}/maps").read_text()
-        for lib in ("libcuda", "libcudart", "libnvinfer", "libtorch", "libonnxruntime"):
+        for lib in ("libcuda", "libcudart", "libnvinfer", "libtorch", "onnxruntime"):
             assert lib not in maps
 
     @pytest.mark.parametrize("probe,reason", [
@@ -178,7 +178,7 @@ class TestPolicy:
         monkeypatch.setenv("GPTUNER_START_METHOD", "spawn")
         assert start_method_for({"backend": "onnxruntime"}) == "spawn"
         monkeypatch.setenv("GPTUNER_START_METHOD", "fork")
-        with pytest.raises(ConfigError, match="start method must be one of auto, launcher, spawn"):
+        with pytest.raises(ConfigError, match="GPTUNER_START_METHOD must be one of auto, launcher, spawn .got 'fork'."):
             start_method_for({"backend": "onnxruntime"})
 
     def test_a_tensorrt_job_runs_in_a_spawned_child(self, tmp_path, monkeypatch):
