@@ -1,11 +1,14 @@
-"""Run one candidate in a fresh ``spawn`` process; the parent owns the clock.
+"""Run one candidate in a fresh process; the parent owns the clock.
 
-The child redirects its stdout/stderr file descriptors (native libraries included) to
-``log.txt``, writes its current phase (``build``/``measure``) to the ``phase`` file, and writes
-``result.json`` atomically (tmp + rename) when done. The parent polls, applies the build and the
-measurement timeouts to their own phases, kills on timeout, and classifies the outcome from the
-result, the exit code and the signal — a segfault, abort, hang or out-of-memory in a candidate
-never takes the tuner down.
+The child is forked from the pre-imported ``launcher`` when the job allows it, else started with
+``spawn`` (a new interpreter): see :func:`start_method_for`. Either way it is a fresh process no
+other candidate has run in. The child redirects its stdout/stderr file descriptors (native
+libraries included) to ``log.txt``, appends each phase it enters (``build``/``measure``, with its
+own clock, so ``phase_times`` are exact rather than rounded to the parent's poll) to the ``phase``
+file, and writes ``result.json`` atomically (tmp + rename) when done. The parent polls, applies the
+build and the measurement timeouts to their own phases, kills on timeout, and classifies the
+outcome from the result, the exit code and the signal — a segfault, abort, hang or out-of-memory
+in a candidate never takes the tuner down.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import logging
 import multiprocessing
 import os
 import signal
@@ -24,11 +28,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gptuner_core.errors import ConfigError
+
 
 RESULT = "result.json"
 PHASE = "phase"
 LOG = "log.txt"
 JOB = "job.json"
+#: ``auto`` (default: the launcher when the job allows it), ``launcher`` or ``spawn``
+START_METHOD_ENV = "GPTUNER_START_METHOD"
+START_METHODS = ("auto", "launcher", "spawn")
+#: backends whose children may be forked from the launcher: CPU only, no CUDA in the child's
+#: parent. Any other backend (tensorrt, trtexec, torch on a GPU, plug-ins) gets a spawned child.
+FORK_SAFE_BACKENDS = frozenset({
+    "onnxruntime", "gptuner_core.backends.onnxruntime:OnnxRuntimeBackend",
+    "replay", "gptuner_core.backends.replay:ReplayBackend",
+    "gptuner_core.testing.faulty_backend:FaultyBackend",
+})
+_TORCH_BACKENDS = frozenset({"torch", "gptuner_core.backends.torch_inductor:TorchInductorBackend"})
+_log = logging.getLogger(__name__)
+_warned: set[str] = set()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,12 +73,15 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
+    """Write ``path`` so that a reader sees the old file or the whole new one, never a part;
+    ``durable`` also survives a power loss (fsync, milliseconds on a busy disk)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         json.dump(data, fh)
         fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -70,7 +92,8 @@ class PhaseReporter:
         self._path = workdir / PHASE
 
     def __call__(self, name: str) -> None:
-        self._path.write_text(f"{name} {time.time()}\n", encoding="utf-8")
+        with self._path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{name} {time.time()}\n")
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -89,7 +112,8 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def _child_main(target: str, workdir: str, parent_pid: int = 0) -> None:
-    """Entry point of the spawned child (module-level so ``spawn`` can import it)."""
+    """Entry point of the child, spawned or forked by the launcher (``parent_pid``: the process
+    it must die with)."""
     if parent_pid:
         _die_with_parent(parent_pid)
     wd = Path(workdir)
@@ -130,11 +154,103 @@ def _child_main(target: str, workdir: str, parent_pid: int = 0) -> None:
     os._exit(0)
 
 
-def _read_phase(workdir: Path) -> str:
+def _read_phases(workdir: Path) -> list[tuple[str, float]]:
+    """The phases the child reported, each with the child's wall clock when it entered it."""
     try:
-        return (workdir / PHASE).read_text(encoding="utf-8").split()[0]
-    except (OSError, IndexError):
-        return "start"
+        text = (workdir / PHASE).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    marks = []
+    for line in text.split("\n")[:-1]:  # a last line without newline is still being written
+        name, _, stamp = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            marks.append((name, float(stamp)))
+    return marks
+
+
+def _phase_times(marks: list[tuple[str, float]], started: float, ended: float) -> dict[str, float]:
+    """Seconds per phase from the child's marks; ``start`` runs from the request to the first
+    other phase (process start-up, imports, loading the backend)."""
+    timeline = [("start", started), *((n, t) for n, t in marks if n != "start")]
+    times: dict[str, float] = {}
+    for i, (name, t) in enumerate(timeline):
+        end = timeline[i + 1][1] if i + 1 < len(timeline) else ended
+        times[name] = times.get(name, 0.0) + max(end - t, 0.0)
+    return times
+
+
+def needs_clean_interpreter(job: dict[str, Any]) -> bool:
+    """Whether ``job`` must get a spawned interpreter rather than a fork of the launcher: any
+    backend that may use CUDA (TensorRT, torch on a GPU) or that is not known to be CPU-only."""
+    backend = str(job.get("backend") or "")
+    if backend in _TORCH_BACKENDS:
+        return str((job.get("backend_options") or {}).get("device", "auto")) != "cpu"
+    return backend not in FORK_SAFE_BACKENDS
+
+
+def start_method_for(job: dict[str, Any], requested: str | None = None) -> str:
+    """``launcher`` or ``spawn`` for this job: ``requested``, else ``$GPTUNER_START_METHOD``,
+    else ``auto`` (the launcher on Linux unless :func:`needs_clean_interpreter`)."""
+    method = requested or os.environ.get(START_METHOD_ENV) or "auto"
+    if method not in START_METHODS:
+        source = "start method" if requested else START_METHOD_ENV
+        msg = f"{source} must be one of {', '.join(START_METHODS)} (got {method!r})"
+        raise ConfigError(msg)
+    if method == "auto":
+        linux = sys.platform.startswith("linux")
+        method = "launcher" if linux and not needs_clean_interpreter(job) else "spawn"
+    return method
+
+
+def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
+    """Start the launcher in the background when ``job``'s kind will use it, so that the
+    study's set-up, not its first candidate, pays for the launcher's imports."""
+    if start_method_for(job, start_method) == "launcher":
+        import threading
+
+        from gptuner_core.engine import launcher
+
+        def start() -> None:
+            with contextlib.suppress(launcher.LauncherUnavailable, OSError):
+                launcher.shared()
+
+        threading.Thread(target=start, name="gptuner-launcher-start", daemon=True).start()
+
+
+def _warn_once(reason: str) -> None:
+    if reason not in _warned:
+        _warned.add(reason)
+        _log.warning("candidate processes use spawn: %s", reason)
+
+
+def _start_launched(target: str, workdir: Path) -> Any:
+    """A child forked by the launcher (restarted once if it died), or ``None`` to spawn."""
+    from gptuner_core.engine import launcher
+
+    reason = ""
+    for _ in range(2):
+        current = None
+        try:
+            current = launcher.shared()
+            return current.launch(
+                f"{__name__}:_child_main", [target, str(workdir)], log=str(workdir / LOG),
+            )
+        except (launcher.LauncherUnavailable, OSError) as exc:
+            reason = str(exc)
+            if current is None or current.alive():
+                break
+    _warn_once(reason)
+    return None
+
+
+def _start(target: str, workdir: Path, method: str) -> Any:
+    launch = method == "launcher" and sys.platform.startswith("linux")
+    proc = _start_launched(target, workdir) if launch else None
+    if proc is None:
+        ctx = multiprocessing.get_context("spawn")
+        proc = ctx.Process(target=_child_main, args=(target, str(workdir), os.getpid()), daemon=True)
+        proc.start()
+    return proc
 
 
 def run_isolated(
@@ -145,33 +261,36 @@ def run_isolated(
     timeouts: dict[str, float],
     poll_s: float = 0.02,
     on_phase: Callable[[str], None] | None = None,
+    start_method: str | None = None,
 ) -> ChildOutcome:
-    """Run ``target(job, workdir, phase)`` ("module:function") in a fresh spawn process.
+    """Run ``target(job, workdir, phase)`` ("module:function") in a fresh process.
 
     Args:
         timeouts: seconds allowed per phase, e.g. ``{"build": 600, "measure": 300}``; the
-            ``start`` phase (interpreter start-up, imports) shares the build timeout.
+            ``start`` phase (process start-up, imports) shares the build timeout.
         on_phase: called in the parent whenever the child enters a new phase.
+        start_method: ``auto``, ``launcher`` or ``spawn`` (see :func:`start_method_for`); the
+            launcher falls back to spawn whenever it cannot fork a clean child.
     """
+    method = start_method_for(job, start_method)
     workdir.mkdir(parents=True, exist_ok=True)
     for name in (RESULT, PHASE):
         with contextlib.suppress(FileNotFoundError):
             (workdir / name).unlink()
-    write_json_atomic(workdir / JOB, job)
-    ctx = multiprocessing.get_context("spawn")
-    proc = ctx.Process(target=_child_main, args=(target, str(workdir), os.getpid()), daemon=True)
+    # read by the child at once and rewritten if the candidate re-runs: no fsync needed (~12 ms)
+    write_json_atomic(workdir / JOB, job, durable=False)
+    requested = time.time()
+    proc = _start(target, workdir, method)
     started = time.monotonic()
-    proc.start()
     phase, phase_start = "start", started
-    phase_times: dict[str, float] = {}
     timed_out = ""
     try:
         while proc.is_alive():
             proc.join(poll_s)
             now = time.monotonic()
-            seen = _read_phase(workdir)
+            marks = _read_phases(workdir)
+            seen = marks[-1][0] if marks else "start"
             if seen != phase:
-                phase_times[phase] = now - phase_start
                 phase, phase_start = seen, now
                 if on_phase is not None:
                     on_phase(phase)
@@ -185,8 +304,10 @@ def run_isolated(
         if proc.is_alive():
             proc.kill()
             proc.join(5)
-    phase_times[phase] = time.monotonic() - phase_start
-    code = proc.exitcode
+        code, lost = proc.exitcode, getattr(proc, "lost", "")
+        with contextlib.suppress(ValueError):  # a spawned child that outlived its kill stays open
+            proc.close()
+    phase_times = _phase_times(_read_phases(workdir), requested, time.time())
     if timed_out:
         return ChildOutcome(
             status="timed_out", result=None, error=timed_out, exit_code=code,
@@ -202,6 +323,11 @@ def run_isolated(
                 status="crashed", result=None, error=f"unparsable result file ({exc})",
                 exit_code=code, phase=phase, phase_times=phase_times,
             )
+    if lost:
+        return ChildOutcome(
+            status="crashed", result=result, error=f"{lost} during {phase}", exit_code=code,
+            phase=phase, phase_times=phase_times,
+        )
     if code is not None and code < 0:
         error = f"child killed by signal {-code} ({signal_name(-code)}) during {phase}"
         if -code == signal.SIGKILL:

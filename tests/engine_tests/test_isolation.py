@@ -1,10 +1,18 @@
-"""Candidates that segfault, abort, hang or fail to build never take the tuner down."""
+"""Candidates that segfault, abort, hang or fail to build never take the tuner down.
+
+The guarantees hold for both ways a child starts: forked from the pre-imported launcher and
+spawned as a new interpreter (``start_method``); ``test_launcher.py`` covers the launcher itself.
+"""
 
 from __future__ import annotations
+
+import json
+import signal
 
 import pytest
 
 from gptuner_core.config import StudyConfig
+from gptuner_core.engine.isolation import run_isolated
 from gptuner_core.engine.tuner import Tuner
 from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
@@ -22,6 +30,58 @@ def _run(tmp_path, tiny_model, tiny_dataset, expr, **kw):
     summary = Tuner(cfg, tmp_path / "study").run()
     with open_store(tmp_path / "study", readonly=True) as store:
         return summary, {r.requested_route: r for r in store.candidates()}
+
+
+TARGET = "gptuner_core.testing.child_targets:misbehave"
+METHODS = ["launcher", "spawn"]
+
+
+def _child(tmp_path, mode, method, **timeouts):
+    timeouts = {"build": 60.0, "measure": 60.0, **timeouts}
+    return run_isolated(TARGET, {"mode": mode}, tmp_path / mode, timeouts=timeouts, start_method=method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+class TestChildOutcomes:
+    def test_crashes_and_failures_are_classified(self, tmp_path, method):
+        seg = _child(tmp_path, "segfault", method)
+        assert (seg.status, seg.phase, seg.exit_code) == ("crashed", "build", -signal.SIGSEGV)
+        assert "SIGSEGV" in seg.error
+        abort = _child(tmp_path, "abort", method)
+        assert abort.status == "crashed" and "SIGABRT" in abort.error
+        early = _child(tmp_path, "exit_early", method)
+        assert early.status == "crashed" and early.exit_code == 3
+        assert "missing result file" in early.error and "status 3" in early.error
+        failed = _child(tmp_path, "raise", method)
+        assert failed.status == "build_failed"
+        assert failed.error == "RuntimeError: simulated build failure"
+        ok = _child(tmp_path, "ok", method)
+        assert (ok.status, ok.result, ok.exit_code) == ("ok", {"mode": "ok", "status": "ok"}, 0)
+        assert set(ok.phase_times) == {"start", "build", "measure"}
+
+    @pytest.mark.parametrize("mode,phase", [("hang_build", "build"), ("hang_measure", "measure")])
+    def test_hang_is_killed_at_its_phase_timeout(self, tmp_path, method, mode, phase):
+        limits = {"build": 4.0} if phase == "build" else {"measure": 1.0}
+        out = _child(tmp_path, mode, method, **limits)
+        assert out.status == "timed_out" and out.phase == phase
+        assert out.error == f"{phase} phase exceeded its timeout of {limits[phase]:g} s"
+        assert out.exit_code == -signal.SIGKILL
+        assert limits[phase] <= out.phase_times[phase] < limits[phase] + 5
+
+    def test_python_and_native_output_go_to_the_log(self, tmp_path, method):
+        out = _child(tmp_path, "output", method)
+        assert out.status == "ok"
+        log = (tmp_path / "output" / "log.txt").read_text(encoding="utf-8")
+        for line in ("python stdout line", "python stderr line", "native printf line", "native fd2 line"):
+            assert line in log
+
+    def test_result_is_written_atomically_and_a_torn_one_is_a_crash(self, tmp_path, method):
+        ok = _child(tmp_path, "ok", method)
+        assert ok.status == "ok"
+        assert json.loads((tmp_path / "ok" / "result.json").read_text(encoding="utf-8"))["mode"] == "ok"
+        assert not list((tmp_path / "ok").glob("*.tmp"))
+        torn = _child(tmp_path, "garbage_result", method)
+        assert torn.status == "crashed" and torn.error.startswith("unparsable result file")
 
 
 class TestIsolation:

@@ -1,0 +1,87 @@
+"""Real child targets for the isolation and launcher tests (``run_isolated("...:name", job, ...)``).
+
+Each is what a candidate's child runs: ``target(job, workdir, phase) -> dict``. They really
+segfault, abort, hang, exit early, write native output or report what the child process sees
+(its parent, environment, working directory, ``sys.path``, module state, OpenBLAS pool).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+#: set by :func:`report` in its own process; a fresh child must always see the initial value
+STATE = "initial"
+
+
+def report(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """What this child sees; then it changes module state a next child must not see."""
+    global STATE  # noqa: PLW0603 - the state whose leak the tests look for
+    import gptuner_core.engine.child as preloaded
+    from gptuner_core.engine.launcher_main import blas_threads
+
+    phase("build")
+    seen = {
+        "pid": os.getpid(), "ppid": os.getppid(), "state": STATE,
+        "preloaded_state": getattr(preloaded, "LEAK", "initial"),
+        "env": {k: os.environ.get(k) for k in job.get("env_keys", ())},
+        "cwd": os.getcwd(), "sys_path": list(sys.path), "blas_threads": blas_threads(),
+        "threads": len(os.listdir("/proc/self/task")),
+        "modules": sorted(m for m in job.get("modules", ()) if m in sys.modules),
+    }
+    if job.get("import"):
+        seen["imported"] = getattr(importlib.import_module(job["import"]), "VALUE", None)
+    STATE = f"set by {os.getpid()}"
+    preloaded.LEAK = f"set by {os.getpid()}"  # type: ignore[attr-defined]
+    phase("measure")
+    return seen
+
+
+def misbehave(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """``job["mode"]``: segfault, abort, exit_early, garbage_result, raise (in the build), hang_build,
+    hang_measure, output (Python and native writes to stdout/stderr), ok."""
+    mode = job["mode"]
+    phase("build")
+    if mode == "segfault":
+        ctypes.string_at(0)
+    if mode == "abort":
+        os.kill(os.getpid(), signal.SIGABRT)
+    if mode == "exit_early":
+        os._exit(3)
+    if mode == "garbage_result":  # what a non-atomic write cut by a kill would leave
+        (workdir / "result.json").write_text('{"status": "ok", "lat', encoding="utf-8")
+        os._exit(0)
+    if mode == "raise":
+        msg = "simulated build failure"
+        raise RuntimeError(msg)
+    while mode == "hang_build":
+        time.sleep(1)
+    phase("measure")
+    while mode == "hang_measure":
+        time.sleep(1)
+    if mode == "output":
+        print("python stdout line", flush=True)
+        print("python stderr line", file=sys.stderr, flush=True)
+        libc = ctypes.CDLL(None)
+        libc.printf(b"native printf line\n")
+        libc.fflush(None)
+        os.write(2, b"native fd2 line\n")
+    return {"mode": mode}
+
+
+def hang_with_pids(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """Write ``pid ppid`` to ``job["pid_file"]`` and hang (for the death-chain tests)."""
+    phase("build")
+    tmp = Path(job["pid_file"] + ".tmp")
+    tmp.write_text(f"{os.getpid()} {os.getppid()}\n", encoding="utf-8")
+    os.replace(tmp, job["pid_file"])
+    while True:
+        time.sleep(1)
