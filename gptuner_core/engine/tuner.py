@@ -173,7 +173,11 @@ class Tuner:
 
             source = self.config.backend_options.get("recording") or self.config.model
             return RecordedEvaluator(load_recording(source))
-        return IsolatedEvaluator(ctx)
+        from gptuner_core.engine.isolation import prestart
+
+        evaluator = IsolatedEvaluator(ctx)
+        prestart(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
+        return evaluator
 
     def _strategy(self, store: StudyStore) -> Strategy:
         from gptuner_core.strategies import get_strategy
