@@ -21,6 +21,8 @@ from gptuner_core.backends import available_backends
 from gptuner_core.backends import get_backend
 from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
+from gptuner_core.interop.trtexec_cache import TuningCache
+from gptuner_core.interop.trtexec_cache import read_tuning_cache
 from gptuner_core.knobs import Knob
 from gptuner_core.knobs import KnobDatabase
 from gptuner_core.knobs import diff_knob_databases
@@ -30,8 +32,6 @@ from gptuner_core.routes import Route
 from gptuner_core.storage import open_store
 from gptuner_core.strategies import get_strategy
 from gptuner_core.study import StudyConfig
-from gptuner_core.trtexec_cache import TuningCache
-from gptuner_core.trtexec_cache import read_tuning_cache
 from gptuner_core.tuner import Tuner
 
 

@@ -17,7 +17,7 @@ class ExportCommand(Command):
                             help="write the study here in trtexec's --tuningCacheFile format")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.interop import study_to_cache
+        from gptuner_core.interop.study_cache import study_to_cache
         from gptuner_core.storage import open_store
 
         with open_store(args.study, readonly=True) as store:
@@ -36,7 +36,7 @@ class ImportCommand(Command):
         parser.add_argument("--study", required=True, metavar="DIR", help="new study folder")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.interop import import_cache
+        from gptuner_core.interop.study_cache import import_cache
 
         n = import_cache(args.cache, args.study)
         print(f"imported {n} rows into {args.study}")

@@ -7,7 +7,7 @@
   (:mod:`trtexec_protocol`). ``load`` returns :class:`TrtexecRunner`, which times and runs the
   saved engine with further ``trtexec --loadEngine`` children.
 * :func:`follow_tune_run`: launch ``trtexec --tuneBuildRoutes=…`` and yield its tuning-cache rows
-  while the file grows (read with :mod:`gptuner_core.trtexec_cache`).
+  while the file grows (read with :mod:`gptuner_core.interop.trtexec_cache`).
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gptuner_core.routes import Route
-    from gptuner_core.trtexec_cache import CacheHeader
-    from gptuner_core.trtexec_cache import CacheRow
+    from gptuner_core.interop.trtexec_cache import CacheHeader
+    from gptuner_core.interop.trtexec_cache import CacheRow
 
 
 HELP_TIMEOUT_S = 60
@@ -401,7 +401,7 @@ def follow_tune_run(
     terminates the run early.
     """
     from gptuner_core.errors import TuningCacheError
-    from gptuner_core.trtexec_cache import parse_tuning_cache
+    from gptuner_core.interop.trtexec_cache import parse_tuning_cache
 
     cache = Path(cache_path)
     full = tune_run_argv(argv, cache)

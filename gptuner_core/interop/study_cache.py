@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.errors import StoreError
+from gptuner_core.interop.trtexec_cache import CacheHeader
+from gptuner_core.interop.trtexec_cache import CacheRow
+from gptuner_core.interop.trtexec_cache import TuningCache
+from gptuner_core.interop.trtexec_cache import accuracy_failed
+from gptuner_core.interop.trtexec_cache import read_tuning_cache
 from gptuner_core.knobs import Knob
 from gptuner_core.knobs import KnobDatabase
 from gptuner_core.records import AccuracyResult
@@ -19,11 +24,6 @@ from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import LatencyStats
 from gptuner_core.routes import Route
-from gptuner_core.trtexec_cache import CacheHeader
-from gptuner_core.trtexec_cache import CacheRow
-from gptuner_core.trtexec_cache import TuningCache
-from gptuner_core.trtexec_cache import accuracy_failed
-from gptuner_core.trtexec_cache import read_tuning_cache
 
 
 if TYPE_CHECKING:
