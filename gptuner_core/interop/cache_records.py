@@ -38,7 +38,7 @@ ACCURACY_ALGORITHMS: dict[str, str] = {
     "l0": "L0",
     "l1": "L1",
     "l2": "L2",
-    "linf": "LInf",
+    "lInf": "LInf",
     "cos": "Cosine",
 }
 """CLI spelling (``--accuracyAlgorithm``) -> the display name trtexec writes in the header."""

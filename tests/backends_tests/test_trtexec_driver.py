@@ -106,10 +106,10 @@ class TestBuildClassification:
     @pytest.mark.parametrize(
         ("route", "state", "crashed", "message"),
         [
-            ("-kgen:codegen:cuda_tile=2", CandidateState.CRASHED, True, "child killed by signal 11 (SIGSEGV)"),
+            ("-kgen:codegen:cuda_tile=2", CandidateState.CRASHED, True, "child killed by signal 11 (Segmentation fault)"),
             ("-kgen:codegen:cuda_tile=3", CandidateState.CRASHED, True, "missing tuning result file"),
             ("-match_ragged_mha=on", CandidateState.ACCURACY_FAILED, False, "child exited with status 1"),
-            ("-kgen:tiling=2", CandidateState.CRASHED, True, "unparsable tuning result file"),
+            ("-kgen:tiling=2", CandidateState.CRASHED, True, "failed to parse tuning result JSON"),
             ("-copy_ppg=off", CandidateState.CRASHED, False, "reported no GPU time"),
         ],
         ids=["sigsegv", "build-failure", "accuracy", "garbage-result", "zero-time"],
