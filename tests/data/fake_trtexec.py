@@ -107,6 +107,10 @@ def child(f):
     route = f["--setBuildRoute"][-1]
     engine = f.get("--saveEngine", [""])[-1]
     result = f.get("--tuningResultFile", [""])[-1]
+    onnx = f.get("--onnx", [""])[-1]
+    if not os.path.isfile(onnx):
+        log(f"Cannot open ONNX file: {onnx}", "E")
+        return 1
     log(f"Using tuning build route: {route}")  # sampleEngines.cpp: before setBuildRoute
     names = {k for k, _, _ in database()[2]}
     if any(t.split("=", 1)[0] not in names for t in route.split()):
