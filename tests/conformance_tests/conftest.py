@@ -15,6 +15,8 @@ from onnx import TensorProto
 from onnx import helper
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # api_usage, wheels (helpers, not tests)
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 FAKE = DATA / "fake_trtexec.py"
 
