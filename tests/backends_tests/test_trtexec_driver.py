@@ -201,13 +201,13 @@ class TestDescribeAndRun:
 
 
 class TestFollowTuneRun:
-    def test_rows_as_they_appear(self, fake_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_rows_as_they_appear(self, fake_bin: Path, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """Rows are yielded one by one while trtexec runs, crashes included."""
         monkeypatch.setenv("FAKE_TRTEXEC_ROW_DELAY", "0.2")
         cache = tmp_path / "run.jsonl"
         cache.write_text("stale\n")
         headers = []
-        argv = [str(fake_bin), "--onnx=m.onnx", "--tuneBuildRoutes=-kgen:codegen:cuda_tile=[1|0|2] -match_ragged_mha=[off|on]"]
+        argv = [str(fake_bin), f"--onnx={model}", "--tuneBuildRoutes=-kgen:codegen:cuda_tile=[1|0|2] -match_ragged_mha=[off|on]"]
         times, rows = [], []
         t0 = time.monotonic()
         for row in follow_tune_run(argv, cache, poll_s=0.05, on_header=headers.append):
@@ -219,9 +219,9 @@ class TestFollowTuneRun:
         assert headers and headers[0].tuning_expr.startswith("-kgen:codegen:cuda_tile")
         assert times[0] < times[-1] - 0.3  # the first row came long before the last
 
-    def test_failed_run_raises_after_rows(self, fake_bin: Path, tmp_path: Path) -> None:
+    def test_failed_run_raises_after_rows(self, fake_bin: Path, model: Path, tmp_path: Path) -> None:
         """A run where nothing succeeds still yields its rows, then raises with the exit status."""
-        argv = [str(fake_bin), "--tuneBuildRoutes=-kgen:codegen:cuda_tile=2"]
+        argv = [str(fake_bin), f"--onnx={model}", "--tuneBuildRoutes=-kgen:codegen:cuda_tile=2"]
         rows = []
         with pytest.raises(BackendError, match="exited with status 1"):
             for row in follow_tune_run(argv, tmp_path / "c.jsonl", poll_s=0.05):

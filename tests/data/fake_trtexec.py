@@ -210,13 +210,13 @@ def fast_routes(terms, defaults):
         name, vals, fixed = terms[i]
         if not fixed:
             routes += [(base[:i] + [v] + base[i + 1 :], (i, v)) for v in vals if v != base[i]]
-    return [(" ".join(f"{t[0]}={v}" for t, v in zip(terms, r)), varied) for r, varied in routes]
+    return [(" ".join(f"{t[0]}={v}" for t, v in zip(terms, r, strict=True)), varied) for r, varied in routes]
 
 
 def full_routes(terms):
     import itertools
 
-    return [(" ".join(f"{t[0]}={v}" for t, v in zip(terms, combo)), None)
+    return [(" ".join(f"{t[0]}={v}" for t, v in zip(terms, combo, strict=True)), None)
             for combo in itertools.product(*(vals for _, vals, _ in terms))]
 
 
