@@ -163,6 +163,8 @@ class TestFakeAgainstFacts:
         assert res.effective_route == "-kgen:codegen:cuda_tile=1"
         assert "never reads the route back" in res.info["effective_route_source"]
         assert res.info["trtexec_route_echo"] == "-kgen:codegen:cuda_tile=1"
+        assert res.info["layers_summary"]["num_layers"] == 1  # the engine's own --exportLayerInfo
+        assert {"--profilingVerbosity=detailed", f"--exportLayerInfo={wd / 'layers.json'}"} <= set(res.info["command"])
 
 
 def _route(text: str) -> Any:

@@ -8,8 +8,10 @@ The effective route: trtexec logs ``Using tuning build route: …`` *before* it 
 ``setBuildRoute`` and never reads the route back; when TensorRT rejects it, the build fails with
 ``IBuilderConfig::setBuildRoute failed for: …``. So a successful child proves TensorRT accepted
 the request, nothing more: the effective route is the requested one, recorded with
-``info["effective_route_source"]`` saying so, and the engine (``engine_sha256``) is the source of
-truth for what was built (trtexec README §7.8). The log echo is kept only as
+``info["effective_route_source"]`` saying so, and the engine is the source of truth for what was
+built (trtexec README §7.8): ``engine_sha256`` and the engine's own layer description
+(``--profilingVerbosity=detailed --exportLayerInfo``, parsed into ``info["layers_summary"]`` as the
+``tensorrt`` backend does). The log echo is kept only as
 ``info["trtexec_route_echo"]``.
 
 Also re-exported here: :func:`probe_trtexec`, :func:`follow_tune_run`, :class:`TrtexecRunner`.
@@ -32,6 +34,7 @@ from gptuner_core.backends._base import TensorSpec
 from gptuner_core.backends.tensorrt import knob_cache
 from gptuner_core.backends.tensorrt import trtexec_protocol as proto
 from gptuner_core.backends.tensorrt.backend import with_own_knobs
+from gptuner_core.backends.tensorrt.build import LAYERS_NAME
 from gptuner_core.backends.tensorrt.build import TIMING_CACHE_NAME
 from gptuner_core.backends.tensorrt.build import BuildOptions
 from gptuner_core.backends.tensorrt.build import onnx_input_specs
@@ -159,7 +162,8 @@ class TrtexecBackend(Backend):
             cache = shared_cache_path(workdir, self.build_options)
         else:
             cache = workdir / TIMING_CACHE_NAME
-        return proto.build_flags(self.options, profiles, cache) + self.extra_args
+        layers = ["--profilingVerbosity=detailed", f"--exportLayerInfo={workdir / LAYERS_NAME}"]
+        return proto.build_flags(self.options, profiles, cache) + layers + self.extra_args
 
     def build(
         self,
@@ -199,6 +203,7 @@ class TrtexecBackend(Backend):
         effective = " ".join(p for p in (str(trt_route), str(own)) if p)
         res = outcome.result
         assert res is not None
+        engine_facts = self._layer_info(workdir / LAYERS_NAME)
         return BuildResult(
             artifact=engine,
             effective_route=effective,
@@ -215,8 +220,22 @@ class TrtexecBackend(Backend):
                 "precision": precision,
                 "profiles": {k: {"min": list(p.min), "opt": list(p.opt), "max": list(p.max)} for k, p in profiles.items()},
                 "child_s": round(elapsed, 3),
+                **engine_facts,
             },
         )
+
+    @staticmethod
+    def _layer_info(path: Path) -> dict[str, Any]:
+        """The built engine's own description (``--exportLayerInfo``: the inspector's JSON)."""
+        from gptuner_core.backends.tensorrt import inspector
+
+        try:
+            info = inspector.parse_engine_information(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"layers_error": f"trtexec wrote no --exportLayerInfo file {path}"}
+        except BackendError as exc:
+            return {"layers_error": str(exc)}
+        return {"layers_path": str(path), "layers_summary": info.summary()}
 
     def load(self, build: BuildResult) -> Runner:
         return TrtexecRunner(self.executable, Path(build.artifact), self.options, self.extra_args)

@@ -72,6 +72,8 @@ RESERVED_FLAGS: tuple[str, ...] = TUNING_ONLY_FLAGS + (
     "--warmUp",
     "--duration",
     "--skipInference",
+    "--profilingVerbosity",
+    "--exportLayerInfo",
 )
 
 
