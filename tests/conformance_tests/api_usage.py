@@ -140,3 +140,24 @@ def cuda_uses() -> list[Use]:
 
 def chains(uses: list[Use]) -> list[str]:
     return sorted({u.chain for u in uses})
+
+
+def unmapped_receivers(member_names: set[str]) -> list[str]:
+    """Calls ``x.<TensorRT method>(...)`` whose receiver ``x`` is not a known TensorRT object.
+
+    Such a call would escape :func:`backend_uses`; the conformance test requires none.
+    """
+    out = []
+    known = set(OBJECTS) | set(TRT_ROOTS) | {"self"}
+    for name in TRT_FILES:
+        for node in ast.walk(ast.parse((BACKEND / name).read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in member_names:
+                recv = node.func.value
+                root = _chain(recv)
+                if root is None:
+                    if isinstance(recv, ast.Call):
+                        continue  # chained call: covered by RETURNS
+                    out.append(f"{name}:{node.lineno} <expr>.{node.func.attr}")
+                elif _root(root)[0] not in known:
+                    out.append(f"{name}:{node.lineno} {'.'.join(root)}.{node.func.attr}")
+    return sorted(out)

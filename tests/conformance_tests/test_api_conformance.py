@@ -194,3 +194,10 @@ def test_cuda_probe_on_the_real_bindings(dist: str, version: str) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     major = version.split(".")[0]
     assert re.match(rf"no NVIDIA driver: cudaDriverGetVersion reports 0 \(cuda-python is built for CUDA {major}\.\d+\)", res.stdout)
+
+
+def test_no_tensorrt_call_escapes_the_scan() -> None:
+    """Every call of a TensorRT method name in the backend goes through a known TensorRT object."""
+    golden = json.loads(GOLDEN.read_text())
+    names = {c.split(".")[-1] for api in golden.values() for c, d in api.items() if d["kind"] == "method"}
+    assert api_usage.unmapped_receivers(names - {"__init__"}) == []
