@@ -176,3 +176,17 @@ def _route(text: str) -> Any:
 @pytest.mark.parametrize("flag", ["--exportOutput", "--dumpRawBindingsToFile", "--loadInputs"])
 def test_runner_flags_known(flag: str, facts: dict[str, Any]) -> None:
     assert flag in facts["flags"]["names"]
+
+
+def test_facts_regenerate_from_sources() -> None:
+    """With a TensorRT checkout at the recorded commit (``GPTUNER_TENSORRT_SRC``), the extract is identical."""
+    import os
+    import sys
+
+    src = os.environ.get("GPTUNER_TENSORRT_SRC")
+    if not src:
+        pytest.skip("set GPTUNER_TENSORRT_SRC to a NVIDIA/TensorRT clone to re-extract the facts")
+    want = json.loads((DATA / "trt_trtexec_facts.json").read_text())
+    res = subprocess.run([sys.executable, str(DATA / "trt_facts_extract.py"), src, want["commit"]],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(res.stdout) == want
