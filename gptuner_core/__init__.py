@@ -23,6 +23,8 @@ from gptuner_core.config import StudyConfig
 from gptuner_core.engine.tuner import Tuner
 from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
+from gptuner_core.interop.trtexec_cache import TuningCache
+from gptuner_core.interop.trtexec_cache import read_tuning_cache
 from gptuner_core.knobs import Knob
 from gptuner_core.knobs import KnobDatabase
 from gptuner_core.knobs import diff_knob_databases
@@ -31,8 +33,6 @@ from gptuner_core.records import CandidateState
 from gptuner_core.routes import Route
 from gptuner_core.storage import open_store
 from gptuner_core.strategies import get_strategy
-from gptuner_core.trtexec_cache import TuningCache
-from gptuner_core.trtexec_cache import read_tuning_cache
 
 
 __version__ = "0.1.0"

@@ -12,17 +12,17 @@ from hypothesis import strategies as st
 
 from gptuner_core.errors import GptunerError
 from gptuner_core.errors import TuningCacheError
-from gptuner_core.trtexec_cache import HEADER_KEYS
-from gptuner_core.trtexec_cache import CacheHeader
-from gptuner_core.trtexec_cache import CacheRow
-from gptuner_core.trtexec_cache import TuningCache
-from gptuner_core.trtexec_cache import accuracy_failed
-from gptuner_core.trtexec_cache import append_row
-from gptuner_core.trtexec_cache import dump_nlohmann
-from gptuner_core.trtexec_cache import format_double
-from gptuner_core.trtexec_cache import parse_tuning_cache
-from gptuner_core.trtexec_cache import read_tuning_cache
-from gptuner_core.trtexec_cache import write_header
+from gptuner_core.interop.trtexec_cache import HEADER_KEYS
+from gptuner_core.interop.trtexec_cache import CacheHeader
+from gptuner_core.interop.trtexec_cache import CacheRow
+from gptuner_core.interop.trtexec_cache import TuningCache
+from gptuner_core.interop.trtexec_cache import accuracy_failed
+from gptuner_core.interop.trtexec_cache import append_row
+from gptuner_core.interop.trtexec_cache import dump_nlohmann
+from gptuner_core.interop.trtexec_cache import format_double
+from gptuner_core.interop.trtexec_cache import parse_tuning_cache
+from gptuner_core.interop.trtexec_cache import read_tuning_cache
+from gptuner_core.interop.trtexec_cache import write_header
 
 
 DATA = Path(__file__).parent / "data"

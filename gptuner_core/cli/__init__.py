@@ -40,6 +40,7 @@ _COMMANDS: dict[str, str] = {
     "export": "gptuner_core.cli.export:ExportCommand",
     "import": "gptuner_core.cli.export:ImportCommand",
     "replay": "gptuner_core.cli.replay:ReplayCommand",
+    "doctor": "gptuner_core.cli.doctor:DoctorCommand",
 }
 
 

@@ -12,12 +12,12 @@ from gptuner_core.cli._base import shorten
 if TYPE_CHECKING:
     import argparse
 
-    from gptuner_core.trtexec_cache import CacheRow
-    from gptuner_core.trtexec_cache import TuningCache
+    from gptuner_core.interop.trtexec_cache import CacheRow
+    from gptuner_core.interop.trtexec_cache import TuningCache
 
 
 def row_status(row: CacheRow, cache: TuningCache) -> str:
-    from gptuner_core.trtexec_cache import accuracy_failed
+    from gptuner_core.interop.trtexec_cache import accuracy_failed
 
     if row.crash:
         return "crashed"
@@ -41,7 +41,7 @@ class CacheCommand(Command):
         show.add_argument("--rows", action="store_true", help="also list every row")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.trtexec_cache import read_tuning_cache
+        from gptuner_core.interop.trtexec_cache import read_tuning_cache
 
         cache = read_tuning_cache(args.file)
         h = cache.header

@@ -9,21 +9,27 @@ from gptuner_core.cli._base import Command
 
 class ExportCommand(Command):
     name = "export"
-    help = "export a study as a trtexec tuning cache (JSONL)"
+    help = "export a study as a trtexec tuning cache (JSONL), resumable by 'trtexec --continue'"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="DIR")
         parser.add_argument("--trtexec-cache", required=True, metavar="FILE",
                             help="write the study here in trtexec's --tuningCacheFile format")
+        parser.add_argument("--all-rows", action="store_true",
+                            help="write every candidate in evaluation order (viewable, not resumable)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.interop import study_to_cache
+        from gptuner_core.interop.trtexec_export import export_study
         from gptuner_core.storage import open_store
 
         with open_store(args.study, readonly=True) as store:
-            cache = study_to_cache(store)
-        cache.write(args.trtexec_cache)
-        print(f"wrote {len(cache.rows)} rows to {args.trtexec_cache}")
+            result = export_study(store, args.trtexec_cache, study_dir=args.study, all_rows=args.all_rows)
+        result.cache.write(args.trtexec_cache)
+        print(f"wrote {len(result.cache.rows)} rows to {args.trtexec_cache}")
+        if result.resumable:
+            print(f"resume with: trtexec --continue --tuningCacheFile={args.trtexec_cache}")
+        for note in result.notes:
+            print(f"note: {note}")
         return 0
 
 
@@ -36,7 +42,7 @@ class ImportCommand(Command):
         parser.add_argument("--study", required=True, metavar="DIR", help="new study folder")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.interop import import_cache
+        from gptuner_core.interop.study_cache import import_cache
 
         n = import_cache(args.cache, args.study)
         print(f"imported {n} rows into {args.study}")

@@ -1,9 +1,10 @@
 """``mixed``: trtexec's two-phase search.
 
 Phase 1 is ``fast``. Phase 2 is ``full`` over the *positive* knobs (all their listed values) with
-every other knob pinned to its baseline value (:func:`gptuner_core.expressions.mixed_phase2`); it
-runs only when more than one knob is positive. A knob is positive when one of its one-off variants
-did not crash, has a latency and is faster than the baseline (trtexec does not check accuracy:
+every other knob pinned to its baseline value (:func:`gptuner_core.expressions.mixed_phase2`). As in
+trtexec (``positiveKnobs.size() > 1``, one entry per positive *variant*), it runs when more than
+one one-off *variant* is positive: a single knob with two faster values is enough. A variant is
+positive when it did not crash, has a latency and is faster than the baseline (trtexec does not check accuracy:
 ``count_accuracy_failed`` keeps that quirk by default). Unlike trtexec, phase-2 routes already
 evaluated (in phase 1 or an earlier run) are skipped instead of being built again.
 
@@ -55,6 +56,7 @@ class MixedStrategy(Strategy):
         self._phase2: Iterator[Route] | None = None
         self._phase2_done = False
         self.positive_knobs: tuple[str, ...] | None = None
+        self.positive_variants: tuple[tuple[str, str], ...] = ()
 
     # -- positivity ------------------------------------------------------------------------
     def is_positive(self, record: CandidateRecord | None, base: CandidateRecord) -> bool:
@@ -68,20 +70,25 @@ class MixedStrategy(Strategy):
         lat, base_lat = latency_of(record), latency_of(base)
         return lat is not None and base_lat is not None and lat < base_lat
 
-    def find_positive(self, history: Sequence[CandidateRecord]) -> tuple[str, ...]:
-        """Knobs (expression order) with at least one positive one-off variant."""
+    def find_positive_variants(self, history: Sequence[CandidateRecord]) -> tuple[tuple[str, str], ...]:
+        """Positive one-off variants ``(knob, value)`` in phase-1 order (trtexec's list)."""
         records = self.by_key(history)
         base = records.get(self.key(self.space.baseline()))
         if base is None or latency_of(base) is None:
             return ()
-        positive: set[str] = set()
+        out = []
         for index in range(1, self.space.count("fast")):
             varied = self.space.varied_at(index)
             assert varied is not None
             route = self.space.route_at("fast", index)
             if self.is_positive(records.get(self.key(route)), base):
-                positive.add(varied[0])
-        return tuple(n for n in self.space.names if n in positive)
+                out.append(varied)
+        return tuple(out)
+
+    def find_positive(self, history: Sequence[CandidateRecord]) -> tuple[str, ...]:
+        """Knobs (expression order) with at least one positive one-off variant."""
+        names = {k for k, _ in self.find_positive_variants(history)}
+        return tuple(n for n in self.space.names if n in names)
 
     # -- ask -------------------------------------------------------------------------------
     def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
@@ -97,8 +104,9 @@ class MixedStrategy(Strategy):
             if self.key(route) not in seen:
                 return Proposal(route=route, info={"phase": 1, "search": "mixed", "index": i})
         if self._phase2 is None and not self._phase2_done:
+            self.positive_variants = self.find_positive_variants(history)
             self.positive_knobs = self.find_positive(history)
-            if len(self.positive_knobs) > 1:
+            if len(self.positive_variants) > 1:
                 self._phase2 = enumerate(
                     mixed_phase2(self.space, self.positive_knobs).iter_routes("full")
                 )
@@ -119,6 +127,6 @@ class MixedStrategy(Strategy):
         if self.positive_knobs is None:
             return None
         extra = 0
-        if len(self.positive_knobs) > 1:
+        if len(self.positive_variants) > 1:
             extra = mixed_phase2(self.space, self.positive_knobs).count("full")
         return self.space.count("fast") + extra + len(self.warm_start)

@@ -85,12 +85,12 @@ class TestRouteValidation:
 
     def test_readback(self) -> None:
         """The effective route is what the config reads back; order does not matter."""
-        assert check_readback(Route.parse("-a=1 -b=2"), "-b=2  -a=1") == "-b=2 -a=1"
-        assert check_readback(Route(), "") == ""
+        assert check_readback(Route.parse("-a=1 -b=2"), "-b=2  -a=1").effective == "-b=2 -a=1"
+        assert check_readback(Route(), "").effective == ""
 
     def test_readback_ignored(self) -> None:
         """A route TensorRT silently dropped raises, naming both sides."""
-        with pytest.raises(BackendError, match=r"requested '-a=1', config.build_route reads back ''"):
+        with pytest.raises(BackendError, match=r"dropped -a=1.*requested '-a=1', config.build_route reads back ''"):
             check_readback(Route.parse("-a=1"), "")
 
     def test_split(self) -> None:
@@ -312,7 +312,7 @@ class TestResultAndClassification:
         """The parent's rules: signal, missing, unparsable, non-zero with result, success."""
         res = tmp_path / "r.json"
         sig = proto.classify(-6, res)
-        assert (sig.state, sig.crashed, sig.message) == (CandidateState.CRASHED, True, "child killed by signal 6 (SIGABRT)")
+        assert (sig.state, sig.crashed, sig.message) == (CandidateState.CRASHED, True, "child killed by signal 6 (Aborted)")
         missing = proto.classify(1, res)
         assert missing.message == f"missing tuning result file {res} (child likely crashed before writing)"
         res.write_text('{"gpu_time_ms": 0.3, "accuracy_failed": true, "accuracy_loss": {"y": 0.2}}')
@@ -345,7 +345,7 @@ class TestResultAndClassification:
         assert s.tasks[0].route == "-a=on -b=1"
         assert s.accuracy[0].failed is False and s.accuracy[1].tensor == "probs:0"
         assert (s.accuracy[1].algorithm, s.accuracy[1].loss, s.accuracy[1].threshold) == ("LInf", 0.0125, 0.001)
-        assert s.accuracy_failed and s.applied_route == "-a=on -b=1"
+        assert s.accuracy_failed and s.requested_route_echo == "-a=on -b=1"
         assert (s.best_route, s.best_gpu_time_ms, s.succeeded, s.total) == ("-a=off -b=1", 0.02836, 1, 2)
         assert s.iteration_failures == ((0, "child exited with status 1"),)
 
@@ -390,7 +390,7 @@ class TestCommands:
         """The precision knob never reaches trtexec; the converted model is used instead."""
         route = Route.parse("-kgen:tiling=2 -gptuner:precision=fp16")
         argv = trtexec_argv(Path("m.onnx"), route, {})
-        assert "--onnx=m.fp16.onnx" in argv and "--setBuildRoute=-kgen:tiling=2" in argv
+        assert "--onnx=model.fp16.onnx" in argv and "--setBuildRoute=-kgen:tiling=2" in argv
         snippet = python_snippet(Path("m.onnx"), route, {"workspace_mb": 64, "profiles": {"x": {"min": [1], "opt": [2], "max": [4]}}})
         compile(snippet, "<repro>", "exec")
         assert "config.build_route = '-kgen:tiling=2'" in snippet and "apply_precision" in snippet

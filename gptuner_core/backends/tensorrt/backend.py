@@ -118,8 +118,11 @@ class TensorRTBackend(Backend):
             spin_wait=bool(self.options["spin_wait"]),
         )
 
-    def repro(self, model: Path, route: Route) -> dict[str, str]:
-        return repro_commands(model, route, self.options)
+    def repro(
+        self, model: Path, route: Route, *, feed_shapes: dict[str, tuple[int, ...]] | None = None
+    ) -> dict[str, str]:
+        """Shell + Python reproduction; ``feed_shapes`` (the dataset's) fill dynamic inputs."""
+        return repro_commands(model, route, self.options, feed_shapes=feed_shapes)
 
 
 def gpu_environment() -> dict[str, str]:

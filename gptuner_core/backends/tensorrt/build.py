@@ -242,10 +242,20 @@ def make_logger(trt: Any) -> Any:
     return _Logger()
 
 
+def converted_model_path(workdir: Path, precision: str) -> Path:
+    """Where the precision transform writes the model TensorRT parses: ``workdir/model.<p>.onnx``."""
+    return workdir / f"model.{precision}.onnx"
+
+
 def _parse_onnx(trt: Any, network: Any, logger: Any, model: Path) -> None:
+    """Parse ``model``; the path goes with the bytes so external weights (> 2 GB models) resolve.
+
+    Real signature (11.1-11.4): ``OnnxParser.parse(model: Buffer, path: str = None) -> bool``,
+    "path: only required if the model has externally stored weights".
+    """
     parser = trt.OnnxParser(network, logger)
     data = model.read_bytes()
-    ok = parser.parse(data)
+    ok = parser.parse(data, str(model))
     if not ok:
         errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
         detail = "; ".join(errors) or "no parser error reported"
@@ -262,6 +272,25 @@ def _inspect(trt: Any, plan: Any, logger: Any) -> inspector.EngineInfo:
     insp = engine.create_engine_inspector()
     text = insp.get_engine_information(trt.LayerInformationFormat.JSON)
     return inspector.parse_engine_information(text)
+
+
+def add_profile(builder: Any, config: Any, profiles: dict[str, Profile]) -> int | None:
+    """One optimization profile holding every dynamic input; its index (``None`` if no profile).
+
+    ``IBuilderConfig.add_optimization_profile`` returns -1 for an invalid profile instead of
+    raising, which would otherwise surface later as an unrelated build error.
+    """
+    if not profiles:
+        return None
+    profile = builder.create_optimization_profile()
+    for name, p in profiles.items():
+        profile.set_shape(name, p.min, p.opt, p.max)
+    index = config.add_optimization_profile(profile)
+    if index is None or int(index) < 0:
+        shapes = "; ".join(f"'{n}' min {list(p.min)} opt {list(p.opt)} max {list(p.max)}" for n, p in profiles.items())
+        msg = f"TensorRT rejected the optimization profile (add_optimization_profile returned {index}): {shapes}"
+        raise BackendError(msg)
+    return int(index)
 
 
 def build_engine(
@@ -296,17 +325,14 @@ def build_engine(
 
     feed_shapes = {k: tuple(v.shape) for k, v in (calibration or {}).items()}
     profiles = resolve_profiles(onnx_input_specs(onnx_path), options.profiles, feed_shapes)
-    if profiles:
-        profile = builder.create_optimization_profile()
-        for name, p in profiles.items():
-            profile.set_shape(name, p.min, p.opt, p.max)
-        config.add_optimization_profile(profile)
+    add_profile(builder, config, profiles)
 
     config.build_route = str(trt_route)
-    effective_trt = check_readback(trt_route, config.build_route)
+    readback = check_readback(trt_route, config.build_route, db)
+    effective_trt = readback.effective
 
     shared = shared_cache_path(workdir, options) if options.timing_cache == "shared" else None
-    start = timing_cache.read_bytes(shared) if shared else b""
+    start = timing_cache.read_locked(shared) if shared else b""
     timing_cache.attach(trt, config, start)
 
     t1 = time.perf_counter()
@@ -348,6 +374,8 @@ def build_engine(
             "build_s": round(t_build, 4),
             "profiles": {k: {"min": list(p.min), "opt": list(p.opt), "max": list(p.max)} for k, p in profiles.items()},
             "warnings": logger.warnings[-20:],
+            "route_readback": {"requested": str(trt_route), "read_back": effective_trt,
+                               "differs": readback.differs, "notes": list(readback.notes)},
             "tensorrt_version": trt.__version__,
         },
     )

@@ -6,7 +6,7 @@ Layout (``GPTUNER_CACHE_DIR`` overrides the root)::
     ~/.cache/gptuner/tensorrt/<trt_version>/current                # name of the newest file
 
 The raw string is stored exactly as TensorRT returned it, so the database can be re-parsed by a
-newer gptuner. Creating a builder costs a second or more and needs the GPU, which is why the parent
+newer gptuner; it is read with trtexec's leniency (:mod:`knob_loader`). Creating a builder costs a second or more and needs the GPU, which is why the parent
 process reads the cache when it can.
 """
 
@@ -17,7 +17,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from gptuner_core.backends.tensorrt.knob_loader import load_report
+from gptuner_core.backends.tensorrt.knob_loader import parse_lenient
 from gptuner_core.knobs import KnobDatabase
+
+
+__all__ = ["cache_path", "cache_root", "knob_database", "load_cached", "load_report", "parse_lenient", "store"]
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
@@ -50,12 +55,23 @@ def load_cached(trt_version: str, root: Path | None = None) -> KnobDatabase | No
     path = folder / name
     if not name or path.parent != folder or not path.is_file():
         return None
-    return KnobDatabase.from_file(path)
+    return _read(path)
+
+
+def _read(path: Path) -> KnobDatabase:
+    from gptuner_core.errors import KnobDatabaseError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"knob database '{path}': cannot read file ({exc})"
+        raise KnobDatabaseError(msg) from None
+    return parse_lenient(text, source=f"'{path}'")
 
 
 def store(trt_version: str, routes_json: str, root: Path | None = None) -> Path:
     """Validate and write ``routes_json`` atomically; return the file written."""
-    db = KnobDatabase.from_string(routes_json, source=f"all_build_routes of TensorRT {trt_version}")
+    db = parse_lenient(routes_json, source=f"all_build_routes of TensorRT {trt_version}")
     path = cache_path(trt_version, db.tuner_version, root)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -81,4 +97,4 @@ def knob_database(
             return cached
     text = fetch()
     path = store(trt_version, text, root)
-    return KnobDatabase.from_file(path)
+    return _read(path)

@@ -129,7 +129,7 @@ def apply_precision(
     if value not in PRECISION_VALUES:
         msg = f"Invalid value for knob: {PRECISION}={value} (allowed: [{'|'.join(PRECISION_VALUES)}])"
         raise BackendError(msg)
-    out = workdir / f"model.{value}.onnx"
+    out = workdir / f"model.{value}.onnx"  # build.converted_model_path
     try:
         if value == "fp16":
             return to_fp16(model, out)

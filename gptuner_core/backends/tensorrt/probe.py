@@ -111,15 +111,47 @@ def probe_tensorrt(
     return ProbeResult(available=True, version=version, routes_json=routes, module=trt)
 
 
+def _version_text(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
 def probe_cuda_python(import_module: Callable[[str], Any] = _default_import) -> str:
-    """``""`` when cuda-python's runtime bindings import, else the reason."""
+    """``""`` when cuda-python's runtime imports *and* the driver can serve it, else the reason.
+
+    A driver older than the CUDA runtime cuda-python was built for imports fine and then fails
+    every call with ``cudaErrorInsufficientDriver``; ``cudaDriverGetVersion`` (which reports 0
+    without a driver) and ``cudaRuntimeGetVersion`` tell that up front, without a GPU call.
+    """
     errors = []
+    cudart = None
     for name in ("cuda.bindings.runtime", "cuda.cudart"):
         try:
-            import_module(name)
-            return ""
+            cudart = import_module(name)
+            break
         except ImportError as exc:
             errors.append(f"{name}: {exc}")
         except Exception as exc:  # noqa: BLE001
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
-    return "cuda-python is not importable (" + "; ".join(errors) + "); pip install cuda-python"
+    if cudart is None:
+        return "cuda-python is not importable (" + "; ".join(errors) + "); pip install cuda-python"
+    try:
+        err_d, driver = cudart.cudaDriverGetVersion()
+        err_r, runtime = cudart.cudaRuntimeGetVersion()
+    except Exception as exc:  # noqa: BLE001 - a broken binding is a reason too
+        return f"cuda-python cannot report CUDA versions ({type(exc).__name__}: {exc})"
+    if int(getattr(err_d, "value", err_d)) != 0 or int(getattr(err_r, "value", err_r)) != 0:
+        return f"cuda-python cannot report CUDA versions (cudaDriverGetVersion: {err_d}, cudaRuntimeGetVersion: {err_r})"
+    driver, runtime = int(driver or 0), int(runtime or 0)
+    if driver == 0:
+        return (
+            f"no NVIDIA driver: cudaDriverGetVersion reports 0 (cuda-python is built for CUDA "
+            f"{_version_text(runtime)}); install the NVIDIA driver or run on a GPU machine"
+        )
+    if driver < runtime:
+        return (
+            f"cuda-python is built for CUDA {_version_text(runtime)}, but the NVIDIA driver supports CUDA "
+            f"{_version_text(driver)}: every CUDA call would fail with cudaErrorInsufficientDriver; "
+            f"install cuda-python {_version_text(driver).split('.')[0]}.x no newer than the driver "
+            f"(e.g. pip install 'cuda-python<={_version_text(driver)}.99') or update the driver"
+        )
+    return ""

@@ -1,10 +1,16 @@
 """Timing cache shared across a study's candidates, or isolated per candidate.
 
-Shared mode: every candidate starts from the study's cache file and, after a successful build,
-merges its own entries back: under an exclusive ``fcntl`` lock the *current* file is re-read,
+Shared mode: every candidate starts from the study's cache file (read under the lock) and, after a
+successful build, merges its own entries back: under the exclusive lock the *current* file is re-read,
 our cache is combined into it (``ITimingCache.combine``; conflicting entries are skipped) and the
 result replaces the file atomically. Concurrent candidates therefore never lose each other's
 entries, and a crash mid-write leaves the previous file intact.
+
+The lock is trtexec's own protocol (``shared/utils/fileLock.cpp``): ``<cache>.lock`` opened with
+``fopen(..., "wb+")`` and locked with ``lockf(fd, F_LOCK, 0)``, a POSIX record lock. ``flock`` locks
+are a separate kind on Linux, so a trtexec run and gptuner could both have held "the" lock at once;
+with :func:`fcntl.lockf` they exclude each other. POSIX locks belong to the process, so within one
+process the lock does not serialize threads: each candidate runs in its own process.
 
 Isolated mode: the candidate starts from an empty cache and writes it beside its engine only.
 No source states how build routes and the timing cache interact (reference §5.3 [?]); isolated is
@@ -28,15 +34,15 @@ MODES = ("shared", "isolated")
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock on ``<path>.lock`` for the duration of the block."""
+    """Exclusive ``lockf`` lock on ``<path>.lock`` for the block, compatible with trtexec's."""
     lock_path = path.with_name(path.name + ".lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)  # fopen "wb+"
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.lockf(fd, fcntl.LOCK_EX)
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        fcntl.lockf(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
@@ -51,6 +57,14 @@ def read_bytes(path: Path | None) -> bytes:
     except OSError as exc:
         msg = f"timing cache '{path}': cannot read ({exc.strerror or exc})"
         raise BackendError(msg) from None
+
+
+def read_locked(path: Path | None) -> bytes:
+    """:func:`read_bytes` under the cache lock, so a half-written file is never read."""
+    if path is None:
+        return b""
+    with locked(path):
+        return read_bytes(path)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

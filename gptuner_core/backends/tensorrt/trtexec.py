@@ -1,24 +1,26 @@
-"""Drive a ``trtexec`` binary: one child per candidate, and following a plain tuning run.
+"""``TrtexecBackend``: TensorRT through a ``trtexec`` binary, one child per candidate.
 
-* :func:`probe_trtexec`: the binary exists and ``trtexec --help`` mentions ``--tuneBuildRoutes``
-  (the Cookbook's probe; pip wheels ship no trtexec).
-* :class:`TrtexecBackend`: ``build`` runs ``trtexec --onnx=… --setBuildRoute=… --saveEngine=…
-  --tuningResultFile=…`` (an argv list) and classifies the child exactly like trtexec's own parent
-  (:mod:`trtexec_protocol`). ``load`` returns :class:`TrtexecRunner`, which times and runs the
-  saved engine with further ``trtexec --loadEngine`` children.
-* :func:`follow_tune_run`: launch ``trtexec --tuneBuildRoutes=…`` and yield its tuning-cache rows
-  while the file grows (read with :mod:`gptuner_core.trtexec_cache`).
+``build`` runs ``trtexec --onnx=… --setBuildRoute=… --saveEngine=… --tuningResultFile=…`` (an
+argv list) and classifies the child exactly like trtexec's own parent (:mod:`trtexec_protocol`).
+``load`` returns :class:`~gptuner_core.backends.tensorrt.trtexec_runner.TrtexecRunner`.
+
+The effective route: trtexec logs ``Using tuning build route: …`` *before* it calls
+``setBuildRoute`` and never reads the route back; when TensorRT rejects it, the build fails with
+``IBuilderConfig::setBuildRoute failed for: …``. So a successful child proves TensorRT accepted
+the request, nothing more: the effective route is the requested one, recorded with
+``info["effective_route_source"]`` saying so, and the engine is the source of truth for what was
+built (trtexec README §7.8): ``engine_sha256`` and the engine's own layer description
+(``--profilingVerbosity=detailed --exportLayerInfo``, parsed into ``info["layers_summary"]`` as the
+``tensorrt`` backend does). The log echo is kept only as
+``info["trtexec_route_echo"]``.
+
+Also re-exported here: :func:`probe_trtexec`, :func:`follow_tune_run`, :class:`TrtexecRunner`.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
 import time
-from collections.abc import Callable
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -32,6 +34,7 @@ from gptuner_core.backends._base import TensorSpec
 from gptuner_core.backends.tensorrt import knob_cache
 from gptuner_core.backends.tensorrt import trtexec_protocol as proto
 from gptuner_core.backends.tensorrt.backend import with_own_knobs
+from gptuner_core.backends.tensorrt.build import LAYERS_NAME
 from gptuner_core.backends.tensorrt.build import TIMING_CACHE_NAME
 from gptuner_core.backends.tensorrt.build import BuildOptions
 from gptuner_core.backends.tensorrt.build import onnx_input_specs
@@ -45,74 +48,44 @@ from gptuner_core.backends.tensorrt.precision import apply_precision
 from gptuner_core.backends.tensorrt.repro import repro_commands
 from gptuner_core.backends.tensorrt.route_check import split_route
 from gptuner_core.backends.tensorrt.route_check import validate_route
+from gptuner_core.backends.tensorrt.trtexec_child import HELP_TIMEOUT_S
+from gptuner_core.backends.tensorrt.trtexec_child import TrtexecChildError
+from gptuner_core.backends.tensorrt.trtexec_child import probe_trtexec
+from gptuner_core.backends.tensorrt.trtexec_child import resolve_executable
+from gptuner_core.backends.tensorrt.trtexec_child import run_child
+from gptuner_core.backends.tensorrt.trtexec_child import run_quick
+from gptuner_core.backends.tensorrt.trtexec_follow import follow_tune_run
+from gptuner_core.backends.tensorrt.trtexec_follow import tune_run_argv
+from gptuner_core.backends.tensorrt.trtexec_outputs import parse_exported_output
+from gptuner_core.backends.tensorrt.trtexec_runner import TrtexecRunner
 from gptuner_core.errors import BackendError
 from gptuner_core.errors import BackendUnavailableError
 from gptuner_core.errors import ConfigError
 from gptuner_core.knobs import KnobDatabase
-from gptuner_core.records import CandidateState
 
 
 if TYPE_CHECKING:
     import numpy as np
 
     from gptuner_core.routes import Route
-    from gptuner_core.trtexec_cache import CacheHeader
-    from gptuner_core.trtexec_cache import CacheRow
 
 
-HELP_TIMEOUT_S = 60
+__all__ = [
+    "TrtexecBackend",
+    "TrtexecChildError",
+    "TrtexecRunner",
+    "follow_tune_run",
+    "parse_exported_output",
+    "probe_trtexec",
+    "resolve_executable",
+    "run_child",
+    "tune_run_argv",
+]
 
-
-class TrtexecChildError(BackendError):
-    """A trtexec child did not succeed; ``outcome`` holds trtexec's own classification."""
-
-    def __init__(self, msg: str, outcome: proto.ChildOutcome) -> None:
-        super().__init__(msg)
-        self.outcome = outcome
-
-
-def resolve_executable(name: str | None = None) -> str | None:
-    """Absolute path of the trtexec to use: ``name``, else ``$GPTUNER_TRTEXEC``, else PATH."""
-    candidate = name or os.environ.get("GPTUNER_TRTEXEC") or "trtexec"
-    if os.sep in candidate:
-        return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
-    return shutil.which(candidate)
-
-
-def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
-    )
-
-
-def probe_trtexec(name: str | None = None) -> tuple[bool, str, str]:
-    """``(ok, reason, help_text)``; ``reason`` is precise when not ok. Never raises."""
-    exe = resolve_executable(name)
-    if exe is None:
-        wanted = name or os.environ.get("GPTUNER_TRTEXEC") or "trtexec"
-        return False, f"no executable trtexec found (looked for {wanted!r} on PATH); install TensorRT's samples/bin or set the trtexec option", ""
-    try:
-        res = _run([exe, "--help"], HELP_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"'{exe} --help' failed ({type(exc).__name__}: {exc})", ""
-    text = (res.stdout or "") + (res.stderr or "")
-    if "--tuneBuildRoutes" not in text:
-        return False, f"'{exe}' has no --tuneBuildRoutes in its --help (expected trtexec from TensorRT >= 11.1 on Linux)", text
-    return True, "", text
-
-
-def run_child(argv: list[str], log_path: Path, timeout_s: float = 0) -> tuple[int | None, float | None]:
-    """Run one child with stdout+stderr to ``log_path``; ``(returncode, timed_out_after_s)``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            rc = proc.wait(timeout=timeout_s if timeout_s and timeout_s > 0 else None)
-            return rc, None
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
-            return rc, float(timeout_s)
+ROUTE_SOURCE = (
+    "requested: trtexec never reads the route back (it logs the request before setBuildRoute "
+    "and fails the build if TensorRT rejects it); the saved engine is the source of truth"
+)
 
 
 class TrtexecBackend(Backend):
@@ -148,7 +121,7 @@ class TrtexecBackend(Backend):
     def _help_route_json(self) -> str:
         exe = self.executable
         try:
-            res = _run([exe, "--helpBuildRoute"], HELP_TIMEOUT_S)
+            res = run_quick([exe, "--helpBuildRoute"], HELP_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             msg = f"'{exe} --helpBuildRoute' failed ({type(exc).__name__}: {exc})"
             raise BackendError(msg) from None
@@ -167,7 +140,7 @@ class TrtexecBackend(Backend):
         if version:
             db = knob_cache.knob_database(f"trtexec-{version}", self._help_route_json)
         else:
-            db = KnobDatabase.from_string(self._help_route_json(), source="trtexec --helpBuildRoute")
+            db = knob_cache.parse_lenient(self._help_route_json(), source="trtexec --helpBuildRoute")
         return with_own_knobs(db)
 
     def input_specs(self, model: Path) -> list[TensorSpec]:
@@ -189,7 +162,8 @@ class TrtexecBackend(Backend):
             cache = shared_cache_path(workdir, self.build_options)
         else:
             cache = workdir / TIMING_CACHE_NAME
-        return proto.build_flags(self.options, profiles, cache) + self.extra_args
+        layers = ["--profilingVerbosity=detailed", f"--exportLayerInfo={workdir / LAYERS_NAME}"]
+        return proto.build_flags(self.options, profiles, cache) + layers + self.extra_args
 
     def build(
         self,
@@ -211,21 +185,25 @@ class TrtexecBackend(Backend):
         log = workdir / "trtexec_build.log"
         result.unlink(missing_ok=True)  # trtexec deletes a stale result before each child
         argv = proto.child_argv(self.executable, onnx_path, str(trt_route), engine, result, self._flags(workdir, profiles))
+        log_start = log.stat().st_size if log.exists() else 0
         t0 = time.perf_counter()
         rc, timed_out = run_child(argv, log, float(self.options.get("timeout_s") or 0))
         elapsed = time.perf_counter() - t0
         outcome = proto.classify(rc, result, timed_out_s=timed_out)
-        summary = proto.parse_log(log.read_text(encoding="utf-8", errors="replace"))
+        summary = proto.parse_log(log.read_bytes()[log_start:].decode("utf-8", errors="replace"))
         if not outcome.ok:
-            msg = f"trtexec child for route {str(route)!r}: {outcome.message} (log: {log})"
+            why = ""
+            if summary.route_rejected is not None:
+                why = f"; TensorRT rejected the route (IBuilderConfig::setBuildRoute failed for: {summary.route_rejected})"
+            msg = f"trtexec child for route {str(route)!r}: {outcome.message}{why} (log: {log})"
             raise TrtexecChildError(msg, outcome)
         if not engine.is_file():
             msg = f"trtexec exited 0 but wrote no engine at {engine} (log: {log})"
             raise BackendError(msg)
-        applied = summary.applied_route if summary.applied_route is not None else str(trt_route)
-        effective = " ".join(p for p in (applied, str(own)) if p)
+        effective = " ".join(p for p in (str(trt_route), str(own)) if p)
         res = outcome.result
         assert res is not None
+        engine_facts = self._layer_info(workdir / LAYERS_NAME)
         return BuildResult(
             artifact=engine,
             effective_route=effective,
@@ -235,216 +213,35 @@ class TrtexecBackend(Backend):
                 "trtexec_gpu_time_ms": res.gpu_time_ms,
                 "trtexec_accuracy_loss": res.accuracy_loss,
                 "trtexec_accuracy_lines": [a.tensor for a in summary.accuracy],
+                "trtexec_route_echo": summary.requested_route_echo,
+                "effective_route_source": ROUTE_SOURCE,
                 "log_path": str(log),
                 "command": argv,
                 "precision": precision,
                 "profiles": {k: {"min": list(p.min), "opt": list(p.opt), "max": list(p.max)} for k, p in profiles.items()},
                 "child_s": round(elapsed, 3),
+                **engine_facts,
             },
         )
+
+    @staticmethod
+    def _layer_info(path: Path) -> dict[str, Any]:
+        """The built engine's own description (``--exportLayerInfo``: the inspector's JSON)."""
+        from gptuner_core.backends.tensorrt import inspector
+
+        try:
+            info = inspector.parse_engine_information(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"layers_error": f"trtexec wrote no --exportLayerInfo file {path}"}
+        except BackendError as exc:
+            return {"layers_error": str(exc)}
+        return {"layers_path": str(path), "layers_summary": info.summary()}
 
     def load(self, build: BuildResult) -> Runner:
         return TrtexecRunner(self.executable, Path(build.artifact), self.options, self.extra_args)
 
-    def repro(self, model: Path, route: Route) -> dict[str, str]:
-        return repro_commands(model, route, self.options)
-
-
-# -- running a saved engine through trtexec ----------------------------------------------------
-def parse_exported_output(text: str, source: str = "<output>") -> dict[str, Any]:
-    """``--exportOutput`` JSON: ``[{"name", "dimensions": "1x10", "values": [...]}]`` -> arrays."""
-    import numpy as np
-
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"trtexec output file {source}: not valid JSON ({exc.msg} at line {exc.lineno})"
-        raise BackendError(msg) from None
-    if not isinstance(data, list):
-        msg = f"trtexec output file {source}: expected a list of tensors (got {type(data).__name__})"
-        raise BackendError(msg)
-    out = {}
-    for i, item in enumerate(data):
-        if not isinstance(item, dict) or not {"name", "dimensions", "values"} <= set(item):
-            msg = f"trtexec output file {source}: entry {i} needs name, dimensions and values (got {item!r:.120})"
-            raise BackendError(msg)
-        dims_text = str(item["dimensions"]).strip()
-        dims = tuple(int(d) for d in dims_text.split("x")) if dims_text else ()
-        arr = np.asarray(item["values"], dtype=np.float32)
-        if arr.size != int(np.prod(dims, dtype=np.int64)):
-            msg = f"trtexec output file {source}: tensor '{item['name']}' has {arr.size} values for dimensions {dims_text}"
-            raise BackendError(msg)
-        out[str(item["name"])] = arr.reshape(dims)
-    return out
-
-
-class TrtexecRunner(Runner):
-    """Runs a saved engine with ``trtexec --loadEngine``; each call is one trtexec child.
-
-    ``time_calls(n)`` reads ``gpu_time_ms`` (trtexec's mean GPU compute time) from the result file
-    of a run with ``--iterations=n --warmUp=0 --duration=0`` and returns ``n * mean`` in ns; each
-    sample pays a process start and an engine load, so prefer the ``tensorrt`` backend for fine
-    measurements.
-    """
-
-    def __init__(self, exe: str, engine: Path, options: dict[str, Any], extra_args: list[str]) -> None:
-        self.exe = exe
-        self.engine = engine
-        self.options = options
-        self.extra_args = extra_args
-        self.workdir = engine.parent / "trtexec_run"
-        self._input_flags: list[str] = []
-
-    def prepare(self, feeds: dict[str, Any]) -> None:
-        import numpy as np
-
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        loads, shapes = [], {}
-        for i, (name, value) in enumerate(sorted(feeds.items())):
-            arr = np.ascontiguousarray(value)
-            path = self.workdir / f"input{i}.bin"
-            path.write_bytes(arr.tobytes())
-            shown = f"'{name}'" if any(c in name for c in ":,") else name
-            loads.append(f"{shown}:{path}")
-            shapes[name] = tuple(arr.shape)
-        self._input_flags = [f"--loadInputs={','.join(loads)}"] if loads else []
-        if shapes:
-            self._input_flags.append(proto.shapes_arg("--shapes", shapes))
-
-    def _argv(self, iterations: int, extra: list[str]) -> list[str]:
-        return [
-            self.exe,
-            f"--loadEngine={self.engine}",
-            *self._input_flags,
-            f"--iterations={iterations}",
-            "--warmUp=0",
-            "--duration=0",
-            *proto.run_flags(self.options),
-            *self.extra_args,
-            *extra,
-        ]
-
-    def _child(self, argv: list[str], result: Path | None) -> proto.ChildOutcome:
-        if result is not None:
-            result.unlink(missing_ok=True)
-        rc, timed_out = run_child(argv, self.workdir / "trtexec_run.log", float(self.options.get("timeout_s") or 0))
-        if result is None:
-            if timed_out is not None or rc:
-                msg = f"trtexec run failed: {'timeout' if timed_out else f'status {rc}'} (log: {self.workdir / 'trtexec_run.log'})"
-                raise BackendError(msg)
-            return proto.ChildOutcome(state=CandidateState.COMPLETE, crashed=False, message="", returncode=rc)
-        outcome = proto.classify(rc, result, timed_out_s=timed_out)
-        if not outcome.ok:
-            msg = f"trtexec run of {self.engine}: {outcome.message} (log: {self.workdir / 'trtexec_run.log'})"
-            raise TrtexecChildError(msg, outcome)
-        return outcome
-
-    def time_calls(self, n: int) -> int:
-        if n < 1:
-            msg = f"time_calls(n) needs n >= 1, got {n}"
-            raise BackendError(msg)
-        result = self.workdir / "timing_result.json"
-        outcome = self._child(self._argv(n, [f"--tuningResultFile={result}"]), result)
-        assert outcome.result is not None
-        return int(round(outcome.result.gpu_time_ms * n * 1e6))
-
-    def infer(self, feeds: dict[str, Any]) -> dict[str, Any]:
-        self.prepare(feeds)
-        out = self.workdir / "outputs.json"
-        out.unlink(missing_ok=True)
-        self._child(self._argv(1, [f"--exportOutput={out}"]), None)
-        try:
-            text = out.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            msg = f"trtexec wrote no output file {out} (log: {self.workdir / 'trtexec_run.log'})"
-            raise BackendError(msg) from None
-        return parse_exported_output(text, str(out))
-
-
-# -- following a plain tuning run -------------------------------------------------------------
-def tune_run_argv(argv: list[str], cache_path: Path) -> list[str]:
-    """Check a ``trtexec --tuneBuildRoutes`` argv list and pin ``--tuningCacheFile``."""
-    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-        msg = f"follow_tune_run needs an argv list of strings (never a shell string), got {argv!r:.200}"
-        raise ConfigError(msg)
-    names = [proto.flag_name(a) for a in argv[1:]]
-    if not {"--tuneBuildRoutes", "--tuneBuildRouteFile", "--continue"} & set(names):
-        msg = "follow_tune_run: argv has no --tuneBuildRoutes, --tuneBuildRouteFile or --continue (expected a trtexec tuning run)"
-        raise ConfigError(msg)
-    out = list(argv)
-    for i, arg in enumerate(out):
-        if proto.flag_name(arg) == "--tuningCacheFile":
-            given = arg.partition("=")[2]
-            if Path(given).resolve() != Path(cache_path).resolve():
-                msg = f"follow_tune_run: argv writes the cache to {given!r} but cache_path is {str(cache_path)!r}"
-                raise ConfigError(msg)
-            out[i] = f"--tuningCacheFile={cache_path}"
-            return out
-    out.append(f"--tuningCacheFile={cache_path}")
-    return out
-
-
-def follow_tune_run(
-    argv: list[str],
-    cache_path: str | Path,
-    *,
-    poll_s: float = 0.5,
-    log_path: str | Path | None = None,
-    on_header: Callable[[CacheHeader], None] | None = None,
-    stop: Callable[[], bool] | None = None,
-) -> Iterator[CacheRow]:
-    """Launch a trtexec tuning run and yield each cache row once, as the file grows.
-
-    A fresh run (no ``--continue``) starts from a removed cache file, so stale rows are never
-    reported. The generator ends when trtexec has exited and its last row was read; a non-zero
-    exit then raises :class:`BackendError` (after every row was yielded). ``stop()`` returning true
-    terminates the run early.
-    """
-    from gptuner_core.errors import TuningCacheError
-    from gptuner_core.trtexec_cache import parse_tuning_cache
-
-    cache = Path(cache_path)
-    full = tune_run_argv(argv, cache)
-    if "--continue" not in [proto.flag_name(a) for a in full]:
-        cache.unlink(missing_ok=True)
-    log = Path(log_path) if log_path else cache.with_name(cache.name + ".log")
-    seen = 0
-    header_sent = False
-    with open(log, "ab") as log_file:
-        proc = subprocess.Popen(full, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            while True:
-                finished = proc.poll() is not None
-                try:
-                    text = cache.read_bytes().decode("utf-8", errors="replace")
-                except FileNotFoundError:
-                    text = ""
-                if text.strip():
-                    try:
-                        parsed = parse_tuning_cache(text, source=f"'{cache}'")
-                    except TuningCacheError:
-                        if finished:
-                            raise
-                        parsed = None  # header still being written
-                    if parsed is not None:
-                        if not header_sent and on_header is not None:
-                            on_header(parsed.header)
-                        header_sent = True
-                        yield from parsed.rows[seen:]
-                        seen = len(parsed.rows)
-                if finished:
-                    break
-                if stop is not None and stop():
-                    proc.terminate()
-                    proc.wait()
-                    return
-                time.sleep(poll_s)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    rc = proc.returncode
-    if rc:
-        how = f"was killed by signal {-rc} ({proto.signal_name(-rc)})" if rc < 0 else f"exited with status {rc}"
-        msg = f"trtexec tuning run {how} (log: {log})"
-        raise BackendError(msg)
+    def repro(
+        self, model: Path, route: Route, *, feed_shapes: dict[str, tuple[int, ...]] | None = None
+    ) -> dict[str, str]:
+        """Shell + Python reproduction; ``feed_shapes`` (the dataset's) fill dynamic inputs."""
+        return repro_commands(model, route, self.options, feed_shapes=feed_shapes)

@@ -27,9 +27,16 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from gptuner_core.backends.tensorrt.trtexec_log import AccuracyLine
+from gptuner_core.backends.tensorrt.trtexec_log import LogSummary
+from gptuner_core.backends.tensorrt.trtexec_log import TaskEvent
+from gptuner_core.backends.tensorrt.trtexec_log import parse_log
 from gptuner_core.errors import BackendError
 from gptuner_core.errors import ConfigError
 from gptuner_core.records import CandidateState
+
+
+__all__ = ["AccuracyLine", "ChildOutcome", "ChildResult", "LogSummary", "TaskEvent", "classify", "parse_log"]
 
 
 #: Flags trtexec's parent strips from the child argv (sampleTuning.cpp ``isTuningOnlyArg``).
@@ -65,6 +72,8 @@ RESERVED_FLAGS: tuple[str, ...] = TUNING_ONLY_FLAGS + (
     "--warmUp",
     "--duration",
     "--skipInference",
+    "--profilingVerbosity",
+    "--exportLayerInfo",
 )
 
 
@@ -87,10 +96,13 @@ def parse_result(text: str, source: str = "<result>") -> ChildResult:
     except json.JSONDecodeError as exc:
         msg = f"tuning result file {source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         raise BackendError(msg) from None
+    except ValueError as exc:  # e.g. the 'nan' json.loads rejects in strict mode
+        msg = f"tuning result file {source}: not valid JSON ({exc})"
+        raise BackendError(msg) from None
     if not isinstance(data, dict):
         msg = f"tuning result file {source}: expected a JSON object (got {type(data).__name__})"
         raise BackendError(msg)
-    gpu = data.get("gpu_time_ms")
+    gpu = data.get("gpu_time_ms", 0.0)  # trtexec: j.value("gpu_time_ms", 0.0)
     if isinstance(gpu, bool) or not isinstance(gpu, (int, float)):
         msg = f"tuning result file {source}: 'gpu_time_ms' must be a number (got {gpu!r})"
         raise BackendError(msg)
@@ -128,6 +140,13 @@ class ChildOutcome:
 
 
 def signal_name(signum: int) -> str:
+    """The name trtexec prints: ``strsignal(sig)`` ("Segmentation fault"), else ``SIGxxx``."""
+    try:
+        text = signal.strsignal(signum)
+    except ValueError:
+        text = None
+    if text:
+        return text
     try:
         return signal.Signals(signum).name
     except ValueError:
@@ -177,7 +196,7 @@ def classify(returncode: int | None, result_path: Path, *, timed_out_s: float | 
         return ChildOutcome(
             state=CandidateState.CRASHED,
             crashed=True,
-            message=f"unparsable tuning result file: {exc}",
+            message=f"failed to parse tuning result JSON: {exc.args[0] if exc.args else exc}",
             returncode=returncode,
         )
     if returncode:
@@ -210,108 +229,32 @@ def classify(returncode: int | None, result_path: Path, *, timed_out_s: float | 
     )
 
 
-# -- log lines --------------------------------------------------------------------------------
-_PREFIX = r"^(?:\[[^\]]*\]\s*)*(?:\[[IWEVF]\]\s*)?"
-_TASK = re.compile(_PREFIX + r"&&&& (TASK_BEGIN|TASK_END|TASK_ABORT) \[iter=(\d+)\] BuildRoute = '(.*)'\s*$")
-_ACC = re.compile(
-    _PREFIX
-    + r"Accuracy loss for tensor (.+) \(([A-Za-z0-9]+)\): ([-+0-9.eEinfaINFA]+)(?: \[FAIL: >= threshold ([-+0-9.eEinfa]+)\])?\s*$"
-)
-_BEST = re.compile(_PREFIX + r"Best iteration: (.*) \(gpu_time_ms=([-+0-9.eEinfa]+)\)\s*$")
-_SUMMARY = re.compile(_PREFIX + r"Tuning summary: (\d+) / (\d+) iterations succeeded\.")
-_ITER_FAILED = re.compile(_PREFIX + r"Iteration \[(\d+)\] failed: (.*)$")
-_USING = re.compile(_PREFIX + r"Using tuning build route: (.*)$")
-_ACC_FAILED = "Accuracy validation FAILED"
-_NONE_OK = "No tuning iteration succeeded; no engine written."
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskEvent:
-    kind: str  # TASK_BEGIN | TASK_END | TASK_ABORT
-    iter: int
-    route: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AccuracyLine:
-    tensor: str
-    algorithm: str
-    loss: float
-    failed: bool
-    threshold: float | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogSummary:
-    tasks: tuple[TaskEvent, ...] = ()
-    accuracy: tuple[AccuracyLine, ...] = ()
-    accuracy_failed: bool = False
-    best_route: str | None = None
-    best_gpu_time_ms: float | None = None
-    succeeded: int | None = None
-    total: int | None = None
-    iteration_failures: tuple[tuple[int, str], ...] = ()
-    applied_route: str | None = None
-    none_succeeded: bool = False
-
-
-def parse_log(text: str) -> LogSummary:
-    """Pull the machine-readable facts out of trtexec's stdout (prefixes ``[..] [I]`` optional)."""
-    tasks, acc, fails = [], [], []
-    best_route = best_time = succeeded = total = applied = None
-    acc_failed = none_ok = False
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
-        if m := _TASK.match(line):
-            tasks.append(TaskEvent(kind=m.group(1), iter=int(m.group(2)), route=m.group(3)))
-        elif m := _ACC.match(line):
-            thr = m.group(4)
-            acc.append(
-                AccuracyLine(
-                    tensor=m.group(1),
-                    algorithm=m.group(2),
-                    loss=float(m.group(3)),
-                    failed=thr is not None,
-                    threshold=float(thr) if thr is not None else None,
-                )
-            )
-        elif m := _BEST.match(line):
-            best_route, best_time = m.group(1), float(m.group(2))
-        elif m := _SUMMARY.match(line):
-            succeeded, total = int(m.group(1)), int(m.group(2))
-        elif m := _ITER_FAILED.match(line):
-            fails.append((int(m.group(1)), m.group(2)))
-        elif m := _USING.match(line):
-            applied = m.group(1).strip()
-        elif _ACC_FAILED in line:
-            acc_failed = True
-        elif _NONE_OK in line:
-            none_ok = True
-    return LogSummary(
-        tasks=tuple(tasks),
-        accuracy=tuple(acc),
-        accuracy_failed=acc_failed,
-        best_route=best_route,
-        best_gpu_time_ms=best_time,
-        succeeded=succeeded,
-        total=total,
-        iteration_failures=tuple(fails),
-        applied_route=applied,
-        none_succeeded=none_ok,
-    )
-
-
 # -- argv construction ------------------------------------------------------------------------
 def _dims(shape: tuple[int, ...] | list[int]) -> str:
     return "x".join(str(int(d)) for d in shape)
 
 
+def tensor_name_arg(name: str, flag: str) -> str:
+    """A tensor name as trtexec's ``name:value`` lists read it (quoted when it has a ``:``).
+
+    trtexec splits these lists on ``,`` *before* it looks at quotes (``splitToStringVec(list,
+    ',')``, sampleOptions.cpp) and rejects more than two ``'`` per item, so a name with ``,`` or
+    ``'`` cannot be passed at all: :class:`ConfigError` says so instead of building the wrong thing.
+    """
+    bad = [c for c in ",'" if c in name]
+    if bad:
+        msg = (
+            f"tensor name {name!r} contains {' and '.join(repr(c) for c in bad)}: trtexec splits {flag} "
+            "on ',' before reading quotes and allows no other quote, so it cannot name this tensor "
+            "(rename the model's input/output, or use the 'tensorrt' backend)"
+        )
+        raise ConfigError(msg)
+    return f"'{name}'" if ":" in name else name
+
+
 def shapes_arg(flag: str, shapes: dict[str, tuple[int, ...]]) -> str:
-    """``--optShapes=x:1x3x224x224,y:1x8`` (names quoted when they contain ``:`` or ``,``)."""
-    parts = []
-    for name, shape in shapes.items():
-        shown = f"'{name}'" if any(c in name for c in ":,") else name
-        parts.append(f"{shown}:{_dims(shape)}")
+    """``--optShapes=x:1x3x224x224,y:1x8`` (names quoted when they contain ``:``)."""
+    parts = [f"{tensor_name_arg(name, flag)}:{_dims(shape)}" for name, shape in shapes.items()]
     return f"{flag}={','.join(parts)}"
 
 

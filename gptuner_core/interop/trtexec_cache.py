@@ -22,264 +22,24 @@ skipped and reported in :attr:`TuningCache.warnings`; a malformed line elsewhere
 from __future__ import annotations
 
 import json
-import math
 import os
-from dataclasses import dataclass
-from dataclasses import field
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from gptuner_core.errors import TuningCacheError
-
-
-HEADER_KEYS: tuple[str, ...] = (
-    "tuner_version",
-    "accuracy_algorithm",
-    "accuracy_parameter",
-    "searching_algorithm",
-    "command_line",
-    "default_build_route",
-    "tuning_expr",
-    "files",
-    "argv",
-)
-ROW_KEYS: tuple[str, ...] = (
-    "iter",
-    "build_route",
-    "crash",
-    "error_message",
-    "accuracy_loss",
-    "gpu_time",
-)
-ACCURACY_ALGORITHMS: dict[str, str] = {
-    "l0": "L0",
-    "l1": "L1",
-    "l2": "L2",
-    "linf": "LInf",
-    "cos": "Cosine",
-}
-"""CLI spelling (``--accuracyAlgorithm``) -> the display name trtexec writes in the header."""
-
-STYLE_NLOHMANN = "nlohmann"
-STYLE_PYTHON = "python"
-
-
-# -- records ------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CacheHeader:
-    """Line 1 of a tuning cache. ``key_order`` is the order the keys are written in."""
-
-    tuner_version: str = "unknown"
-    accuracy_algorithm: str = "L0"
-    accuracy_parameter: dict[str, Any] = field(
-        default_factory=lambda: {"atol": 1e-05, "rtol": 1e-05, "epsilon": 0.0}
-    )
-    searching_algorithm: str = "fast"
-    command_line: str = ""
-    default_build_route: str = ""
-    tuning_expr: str = ""
-    files: dict[str, Any] = field(default_factory=dict)
-    argv: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-    key_order: tuple[str, ...] = HEADER_KEYS
-
-    @property
-    def epsilon(self) -> float | None:
-        """The accuracy threshold, or ``None`` when unset (trtexec writes 0 when unset)."""
-        value = self.accuracy_parameter.get("epsilon")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            return None
-        return float(value)
-
-    def to_json(self) -> dict[str, Any]:
-        """Ordered dict as written: ``key_order`` first, then extra keys not in it."""
-        out: dict[str, Any] = {}
-        for key in self.key_order:
-            if key in HEADER_KEYS:
-                value = getattr(self, key)
-                out[key] = list(value) if key == "argv" else value
-            elif key in self.extra:
-                out[key] = self.extra[key]
-        for key, value in self.extra.items():
-            out.setdefault(key, value)
-        return out
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CacheRow:
-    """One completed iteration. ``phase`` is inferred on read (1, or 2 for mixed phase 2)."""
-
-    iter: int
-    build_route: str
-    crash: bool = False
-    error_message: str = ""
-    accuracy_loss: dict[str, float] | None = None
-    gpu_time: float | None = None
-    phase: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def route(self) -> Any:
-        """:class:`~gptuner_core.routes.Route` parsed from ``build_route``."""
-        from gptuner_core.routes import Route
-
-        return Route.parse(self.build_route)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "iter": self.iter,
-            "build_route": self.build_route,
-            "crash": self.crash,
-            "error_message": self.error_message,
-            "accuracy_loss": self.accuracy_loss,
-            "gpu_time": self.gpu_time,
-        }
-        for key, value in self.extra.items():
-            out.setdefault(key, value)
-        return out
-
-
-def accuracy_failed(row: CacheRow, header: CacheHeader) -> bool:
-    """True when a non-crashed row failed the accuracy check.
-
-    The row has no such field: trtexec records it as a non-empty ``error_message`` ("child
-    exited with status 1") on a non-crashed row, and the losses reach ``epsilon`` (fail means
-    ``loss >= epsilon``; a non-finite loss fails too).
-    """
-    if row.crash:
-        return False
-    if row.error_message:
-        return True
-    eps = header.epsilon
-    if eps is None or not row.accuracy_loss:
-        return False
-    return any(not math.isfinite(v) or v >= eps for v in row.accuracy_loss.values())
-
-
-def _eligible(row: CacheRow, header: CacheHeader) -> bool:
-    return (
-        not row.crash
-        and not row.error_message
-        and row.gpu_time is not None
-        and math.isfinite(row.gpu_time)
-        and not accuracy_failed(row, header)
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TuningCache:
-    """A whole cache file: header, rows in file order, warnings from reading it."""
-
-    header: CacheHeader
-    rows: tuple[CacheRow, ...] = ()
-    warnings: tuple[str, ...] = ()
-    style: str = STYLE_NLOHMANN
-    source: str = ""
-
-    def eligible_rows(self) -> tuple[CacheRow, ...]:
-        """Rows trtexec may promote: not crashed, no error, accuracy passed, finite time."""
-        return tuple(r for r in self.rows if _eligible(r, self.header))
-
-    def best(self) -> CacheRow | None:
-        """Eligible row with the lowest ``gpu_time`` (the first one on ties), or ``None``."""
-        best: CacheRow | None = None
-        for row in self.eligible_rows():
-            assert row.gpu_time is not None
-            if best is None or row.gpu_time < (best.gpu_time or 0.0):
-                best = row
-        return best
-
-    @property
-    def crashed(self) -> tuple[CacheRow, ...]:
-        return tuple(r for r in self.rows if r.crash)
-
-    @property
-    def accuracy_failures(self) -> tuple[CacheRow, ...]:
-        return tuple(r for r in self.rows if accuracy_failed(r, self.header))
-
-    def phase_rows(self, phase: int) -> tuple[CacheRow, ...]:
-        return tuple(r for r in self.rows if r.phase == phase)
-
-    def to_string(self) -> str:
-        lines = [dumps(self.header.to_json(), self.style)]
-        lines += [dumps(r.to_json(), self.style) for r in self.rows]
-        return "".join(f"{line}\n" for line in lines)
-
-    def write(self, path: str | Path) -> None:
-        """Write the whole file (truncating), flushed and fsynced."""
-        _write_text(Path(path), self.to_string(), append=False)
-
-    @classmethod
-    def read(cls, path: str | Path) -> TuningCache:
-        return read_tuning_cache(path)
-
-
-# -- JSON in nlohmann's dump() format -----------------------------------------------------
-def _exp(e: int) -> str:
-    sign = "-" if e < 0 else "+"
-    return f"{sign}{abs(e):02d}"
-
-
-def format_double(x: float) -> str:
-    """A double as nlohmann ``dump()`` writes it (shortest digits; NaN/inf become ``null``)."""
-    if not math.isfinite(x):
-        return "null"
-    if x == 0.0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    sign, digit_tuple, k = Decimal(repr(x)).as_tuple()
-    assert isinstance(k, int)
-    digits = "".join(map(str, digit_tuple))
-    stripped = digits.rstrip("0")
-    k += len(digits) - len(stripped)
-    digits = stripped
-    n = len(digits) + k
-    prefix = "-" if sign else ""
-    if k >= 0 and n <= 15:
-        body = digits + "0" * k + ".0"
-    elif 0 < n <= 15:
-        body = digits[:n] + "." + digits[n:]
-    elif -4 < n <= 0:
-        body = "0." + "0" * (-n) + digits
-    elif len(digits) == 1:
-        body = digits + "e" + _exp(n - 1)
-    else:
-        body = digits[0] + "." + digits[1:] + "e" + _exp(n - 1)
-    return prefix + body
-
-
-def dump_nlohmann(value: Any) -> str:
-    """Compact JSON exactly like ``nlohmann::ordered_json::dump()``."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_double(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dict):
-        items = (
-            f"{json.dumps(str(k), ensure_ascii=False)}:{dump_nlohmann(v)}"
-            for k, v in value.items()
-        )
-        return "{" + ",".join(items) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(dump_nlohmann(v) for v in value) + "]"
-    msg = f"cannot write {type(value).__name__} to a tuning cache"
-    raise TypeError(msg)
-
-
-def dumps(value: Any, style: str = STYLE_NLOHMANN) -> str:
-    """One JSONL line (no newline) in ``style`` (``nlohmann`` or ``python``)."""
-    if style == STYLE_PYTHON:
-        return json.dumps(value)
-    return dump_nlohmann(value)
+from gptuner_core.interop.cache_records import ACCURACY_ALGORITHMS
+from gptuner_core.interop.cache_records import HEADER_KEYS
+from gptuner_core.interop.cache_records import ROW_KEYS
+from gptuner_core.interop.cache_records import CacheHeader
+from gptuner_core.interop.cache_records import CacheRow
+from gptuner_core.interop.cache_records import TuningCache
+from gptuner_core.interop.cache_records import accuracy_failed
+from gptuner_core.interop.nlohmann import STYLE_NLOHMANN
+from gptuner_core.interop.nlohmann import STYLE_PYTHON
+from gptuner_core.interop.nlohmann import dump_nlohmann
+from gptuner_core.interop.nlohmann import dumps
+from gptuner_core.interop.nlohmann import format_double
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -442,7 +202,7 @@ def read_tuning_cache(path: str | Path) -> TuningCache:
 
 
 # -- writing ------------------------------------------------------------------------------
-def _write_text(path: Path, text: str, *, append: bool) -> None:
+def write_text(path: Path, text: str, *, append: bool) -> None:
     try:
         with open(path, "ab" if append else "wb") as f:
             f.write(text.encode("utf-8"))
@@ -459,7 +219,7 @@ def write_tuning_cache(path: str | Path, cache: TuningCache) -> None:
 
 def write_header(path: str | Path, header: CacheHeader, *, style: str = STYLE_NLOHMANN) -> None:
     """Start a cache (truncating it) with ``header``, as a fresh trtexec run does."""
-    _write_text(Path(path), dumps(header.to_json(), style) + "\n", append=False)
+    write_text(Path(path), dumps(header.to_json(), style) + "\n", append=False)
 
 
 def _repair_tail(path: Path) -> str:
@@ -489,7 +249,7 @@ def append_row(path: str | Path, row: CacheRow, *, style: str = STYLE_NLOHMANN) 
     """Append one iteration row, flushed and fsynced (a torn previous line is dropped first)."""
     p = Path(path)
     prefix = _repair_tail(p)
-    _write_text(p, prefix + dumps(row.to_json(), style) + "\n", append=True)
+    write_text(p, prefix + dumps(row.to_json(), style) + "\n", append=True)
 
 
 def with_rows(cache: TuningCache, rows: list[CacheRow] | tuple[CacheRow, ...]) -> TuningCache:

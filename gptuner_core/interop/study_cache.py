@@ -1,7 +1,9 @@
 """Studies <-> trtexec tuning caches (JSONL), so results move both ways.
 
-Export writes trtexec's header and one row per candidate in evaluation order (``gpu_time`` is our
-median in ms; trtexec writes its mean). Import turns a cache trtexec (or we) wrote into a study
+:func:`study_to_cache` writes trtexec's header and one row per candidate in evaluation order
+(``gpu_time`` is our median in ms; trtexec writes its mean): a viewable, importable file, but not
+one ``trtexec --continue`` resumes correctly, since trtexec skips rows by count in its own order;
+:mod:`gptuner_core.interop.trtexec_export` writes the resumable form. Import turns a cache trtexec (or we) wrote into a study
 that ``gptuner show`` and the dashboard open like any other.
 """
 
@@ -12,6 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.errors import StoreError
+from gptuner_core.interop.trtexec_cache import ACCURACY_ALGORITHMS
+from gptuner_core.interop.trtexec_cache import CacheHeader
+from gptuner_core.interop.trtexec_cache import CacheRow
+from gptuner_core.interop.trtexec_cache import TuningCache
+from gptuner_core.interop.trtexec_cache import accuracy_failed
+from gptuner_core.interop.trtexec_cache import read_tuning_cache
 from gptuner_core.knobs import Knob
 from gptuner_core.knobs import KnobDatabase
 from gptuner_core.records import AccuracyResult
@@ -19,17 +27,12 @@ from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import LatencyStats
 from gptuner_core.routes import Route
-from gptuner_core.trtexec_cache import CacheHeader
-from gptuner_core.trtexec_cache import CacheRow
-from gptuner_core.trtexec_cache import TuningCache
-from gptuner_core.trtexec_cache import accuracy_failed
-from gptuner_core.trtexec_cache import read_tuning_cache
 
 
 if TYPE_CHECKING:
     from gptuner_core.storage import StudyStore
 
-DISPLAY = {"l0": "L0", "l1": "L1", "l2": "L2", "lInf": "LInf", "cos": "Cosine"}
+DISPLAY = dict(ACCURACY_ALGORITHMS)
 CLI = {v: k for k, v in DISPLAY.items()}
 CRASHED = (CandidateState.BUILD_FAILED, CandidateState.CRASHED, CandidateState.TIMED_OUT)
 
