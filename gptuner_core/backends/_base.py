@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.options import Option
     from gptuner_core.routes import Route
 
 
@@ -107,28 +108,33 @@ class Backend(abc.ABC):
     """
 
     name: ClassVar[str] = ""
-    #: option name -> (description, default); drives CLI help and the dashboard form.
-    option_declarations: ClassVar[dict[str, tuple[str, Any]]] = {}
+    #: option name -> :class:`gptuner_core.options.Option` (a ``(description, default)`` pair
+    #: is read as an Option taking any value); drives CLI help and the dashboard form.
+    option_declarations: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = self.validate_options(options or {})
 
     @classmethod
+    def declared_options(cls) -> dict[str, Option]:
+        """The backend's options as :class:`Option` records."""
+        from gptuner_core.options import Option
+
+        out = {}
+        for key, decl in cls.option_declarations.items():
+            if isinstance(decl, Option):
+                out[key] = decl
+            else:
+                description, default = decl
+                out[key] = Option(description=description, default=default, type=None)
+        return out
+
+    @classmethod
     def validate_options(cls, options: dict[str, Any]) -> dict[str, Any]:
         """Reject unknown options with a message listing the allowed ones; fill defaults."""
-        from gptuner_core.errors import ConfigError
+        from gptuner_core.options import validate_options
 
-        allowed = sorted(cls.option_declarations)
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
-            msg = (
-                f"unknown option(s) {unknown} for backend '{cls.name}' "
-                f"(allowed: {allowed or 'none'})"
-            )
-            raise ConfigError(msg)
-        merged = {k: default for k, (_, default) in cls.option_declarations.items()}
-        merged.update(options)
-        return merged
+        return validate_options("backend", cls.name, cls.declared_options(), options)
 
     @classmethod
     @abc.abstractmethod

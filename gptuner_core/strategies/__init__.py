@@ -86,15 +86,6 @@ def get_strategy(
         raise StrategyError(msg) from None
 
 
-def _option_json(opt: StrategyOption) -> dict[str, Any]:
-    return {
-        "description": opt.description,
-        "default": opt.default,
-        "type": opt.type.__name__,
-        "choices": list(opt.choices) if opt.choices is not None else None,
-    }
-
-
 def describe_strategies() -> list[dict[str, Any]]:
     """``[{name, summary, default, available, reason, options: {name: {...}}}]`` for every strategy.
 
@@ -120,7 +111,7 @@ def describe_strategies() -> list[dict[str, Any]]:
             "default": name == DEFAULT_STRATEGY,
             "available": available,
             "reason": reason,
-            "options": {k: _option_json(v) for k, v in cls.options.items()},
+            "options": {k: v.to_json() for k, v in cls.options.items()},
         })
     return out
 

@@ -29,6 +29,8 @@ from typing import ClassVar
 
 from gptuner_core.errors import InvalidRouteError
 from gptuner_core.errors import StrategyError
+from gptuner_core.options import Option
+from gptuner_core.options import validate_options as _validate
 from gptuner_core.routes import Route
 
 
@@ -40,14 +42,8 @@ if TYPE_CHECKING:
     from gptuner_core.records import CandidateRecord
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StrategyOption:
-    """One declared option: drives validation, ``gptuner tune --help`` and the dashboard form."""
-
-    description: str
-    default: Any
-    type: type = str
-    choices: tuple[Any, ...] | None = None
+#: a strategy's declared option (the one option record of ``gptuner_core.options``)
+StrategyOption = Option
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,40 +65,10 @@ class Proposal:
 
 
 def validate_options(
-    name: str, declared: dict[str, StrategyOption], given: dict[str, Any]
+    name: str, declared: dict[str, Option], given: dict[str, Any]
 ) -> dict[str, Any]:
     """Fill defaults, coerce types, reject unknown names and values outside ``choices``."""
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        msg = (
-            f"unknown option(s) {unknown} for strategy '{name}' "
-            f"(allowed: {sorted(declared) or 'none'})"
-        )
-        raise StrategyError(msg)
-    out: dict[str, Any] = {}
-    for key, opt in declared.items():
-        value = given.get(key, opt.default)
-        if value is not None and not isinstance(value, opt.type):
-            try:
-                value = (
-                    value.lower() in ("1", "true", "yes", "on")
-                    if opt.type is bool and isinstance(value, str)
-                    else opt.type(value)
-                )
-            except (TypeError, ValueError):
-                msg = (
-                    f"strategy '{name}' option '{key}' must be {opt.type.__name__} "
-                    f"(got {value!r})"
-                )
-                raise StrategyError(msg) from None
-        if opt.choices is not None and value not in opt.choices:
-            msg = (
-                f"strategy '{name}' option '{key}' must be one of {list(opt.choices)} "
-                f"(got {value!r})"
-            )
-            raise StrategyError(msg)
-        out[key] = value
-    return out
+    return _validate("strategy", name, declared, given, error=StrategyError)
 
 
 class Strategy(abc.ABC):

@@ -1,0 +1,77 @@
+"""One option system for backends and strategies: declarations as data, one validator, one message.
+
+A plug-in declares its options as ``name -> Option``; the same declaration drives validation,
+``gptuner strategies`` / ``gptuner tune --help`` and the dashboard form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gptuner_core.errors import ConfigError
+from gptuner_core.errors import GptunerError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Option:
+    """One declared option. ``type`` coerces given values (``None``: taken as given)."""
+
+    description: str
+    default: Any
+    type: type | None = str
+    choices: tuple[Any, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "description": self.description,
+            "default": self.default,
+            "type": self.type.__name__ if self.type is not None else "any",
+            "choices": list(self.choices) if self.choices is not None else None,
+        }
+
+
+def _coerce(value: Any, kind: type) -> Any:
+    if kind is bool and isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    if kind in (int, float) and isinstance(value, bool):
+        raise ValueError(value)
+    return kind(value)
+
+
+def validate_options(
+    kind: str,
+    name: str,
+    declared: dict[str, Option],
+    given: dict[str, Any],
+    *,
+    error: type[GptunerError] = ConfigError,
+) -> dict[str, Any]:
+    """Fill defaults, coerce types, reject unknown names and values outside ``choices``.
+
+    ``kind`` is ``"backend"`` or ``"strategy"``; messages name it, the option, what is allowed
+    and what was given.
+    """
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        msg = f"unknown option(s) {unknown} for {kind} '{name}' (allowed: {sorted(declared) or 'none'})"
+        raise error(msg)
+    out: dict[str, Any] = {}
+    for key, opt in declared.items():
+        value = given.get(key, opt.default)
+        if value is not None and opt.type is not None and not isinstance(value, opt.type):
+            try:
+                value = _coerce(value, opt.type)
+            except (TypeError, ValueError):
+                msg = f"{kind} '{name}' option '{key}' must be {opt.type.__name__} (got {value!r})"
+                raise error(msg) from None
+        if opt.choices is not None and value not in opt.choices:
+            msg = f"{kind} '{name}' option '{key}' must be one of {list(opt.choices)} (got {value!r})"
+            raise error(msg)
+        out[key] = value
+    return out
