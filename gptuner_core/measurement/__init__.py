@@ -63,6 +63,8 @@ from gptuner_core.measurement.drift import normalize
 from gptuner_core.measurement.drift import normalized_speedup
 from gptuner_core.measurement.health import HealthSummary
 from gptuner_core.measurement.health import health_summary
+from gptuner_core.measurement.regimes import Regimes
+from gptuner_core.measurement.regimes import detect_regimes
 from gptuner_core.measurement.revalidation import RevalidationResult
 from gptuner_core.measurement.revalidation import paired_speedup
 from gptuner_core.measurement.revalidation import revalidate
@@ -72,6 +74,7 @@ from gptuner_core.measurement.sampling import MeasureResult
 from gptuner_core.measurement.sampling import SamplingSettings
 from gptuner_core.measurement.sampling import Window
 from gptuner_core.measurement.sampling import measure
+from gptuner_core.measurement.sequential import revalidate_sequential
 from gptuner_core.measurement.stats import SpeedupEstimate
 from gptuner_core.measurement.stats import bootstrap_ci
 from gptuner_core.measurement.stats import median_ci
@@ -82,6 +85,10 @@ from gptuner_core.measurement.telemetry import CpuSampler
 from gptuner_core.measurement.telemetry import cpu_telemetry
 from gptuner_core.measurement.telemetry import gpu_telemetry
 from gptuner_core.measurement.telemetry import window_telemetry
+from gptuner_core.measurement.verdicts import ContenderVerdict
+from gptuner_core.measurement.verdicts import SequentialPlan
+from gptuner_core.measurement.verdicts import SequentialResult
+from gptuner_core.measurement.verdicts import Verdict
 
 
 #: Alias used in docs/architecture.md.
@@ -90,16 +97,22 @@ speedup_ci = speedup
 __all__ = [
     "STOP_REASONS",
     "Baseline",
+    "ContenderVerdict",
     "CpuSampler",
     "HealthSummary",
     "MeasureResult",
+    "Regimes",
     "RevalidationResult",
     "SamplingSettings",
+    "SequentialPlan",
+    "SequentialResult",
     "SpeedupEstimate",
+    "Verdict",
     "Window",
     "baselines",
     "bootstrap_ci",
     "cpu_telemetry",
+    "detect_regimes",
     "drift",
     "drift_range",
     "gpu_telemetry",
@@ -112,6 +125,7 @@ __all__ = [
     "paired_speedup",
     "rank",
     "revalidate",
+    "revalidate_sequential",
     "schedule",
     "speedup",
     "speedup_ci",
