@@ -134,10 +134,15 @@ def detect_regimes(
     if bimodal:
         where = "fresh processes" if scope == "processes" else "samples of one measurement window"
         who = f"route #{route}" if route is not None else "the route"
+        why = (
+            "a process's median depends on the regime it lands in, so the verdict uses the "
+            "rank interval" if scope == "processes" else
+            "the window's median depends on how long each regime lasted (other programs "
+            "competing for the CPU, frequency changes)"
+        )
         message = (
             f"{who} ran in two regimes across {n} {where}: {lo.size} at ~{fast:.4g} ms and "
-            f"{hi.size} at ~{slow:.4g} ms ({slow / fast:.2f}x apart); medians of such data depend "
-            f"on which regime a process lands in, so the verdict uses the rank interval"
+            f"{hi.size} at ~{slow:.4g} ms ({slow / fast:.2f}x apart); {why}"
         )
     return Regimes(
         scope=scope, route=route, n=n, bimodal=bool(bimodal), fast_ms=fast, slow_ms=slow,
