@@ -59,7 +59,7 @@ class SequentialPlan:
 
     min_effect: float = 0.01
     confidence: float = 0.95
-    min_rounds: int = 3
+    min_rounds: int = 4
     max_rounds: int = 20
     max_time_s: float | None = None
     spending: str = "pocock"
