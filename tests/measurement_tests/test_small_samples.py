@@ -40,3 +40,17 @@ class TestSingleSample:
         """From two samples on each side the interval exists again and holds the point."""
         est = speedup([1.0, 1.2], [0.8, 0.9])
         assert est.ci is not None and est.low <= est.point <= est.high and est.note == ""
+
+
+def test_one_sample_summaries_are_defined() -> None:
+    """summarize / bootstrap_ci / the sequential interval of a single value: defined, no raise."""
+    from gptuner_core.measurement import bootstrap_ci
+    from gptuner_core.measurement import summarize
+    from gptuner_core.measurement.paired import log_ratio_interval
+
+    stats = summarize([0.42])
+    assert (stats.median_ms, stats.cv, stats.ci_low_ms, stats.ci_high_ms) == (0.42, 0.0, 0.42, 0.42)
+    assert bootstrap_ci([0.42]) == (0.42, 0.42)
+    for method in ("t", "rank"):
+        iv = log_ratio_interval([0.1], 0.05, method)
+        assert iv.low is None and "needs >= 2 rounds" in iv.note
