@@ -170,6 +170,13 @@ def read_holder(device: str, directory: Path | None = None) -> LockHolder | None
         os.close(fd)
 
 
+def busy(device: str, directory: Path | None = None) -> tuple[LockHolder, ...]:
+    """Live holders of a backend's measuring device (``"cpu"``, ``"cuda:N"``): for a page to warn
+    "device busy: study S (pid P) is measuring" before launching a study onto it."""
+    found = (read_holder(d, directory) for d in measuring_devices(device))
+    return tuple(h for h in found if h is not None)
+
+
 class DeviceLock:
     """Exclusive hold of a set of devices for one study (see the module docstring).
 

@@ -19,6 +19,7 @@ import pytest
 
 from gptuner_core.device_lock import DeviceLock
 from gptuner_core.device_lock import LockHolder
+from gptuner_core.device_lock import busy
 from gptuner_core.device_lock import lock_dir
 from gptuner_core.device_lock import measuring_devices
 from gptuner_core.device_lock import read_holder
@@ -80,6 +81,16 @@ def test_second_study_waits_then_gets_the_device(tmp_path: Path) -> None:
     assert acquired_b["t"] >= released_a
     assert acquired_b["waits"] == [f"waiting for device cpu0 (held by study studies/A, pid {a.pid})"]
     assert read_holder("cpu0", tmp_path) is None
+
+
+def test_busy_names_the_holder_of_a_backend_device(tmp_path: Path) -> None:
+    """busy('cpu') lists who holds any core of this process's CPU set (for the New-run warning)."""
+    assert busy("cpu", tmp_path) == ()
+    lock = DeviceLock(measuring_devices("cpu")[:1], study="studies/A", directory=tmp_path)
+    with lock.held():
+        (holder,) = busy("cpu", tmp_path)
+        assert (holder.study, holder.pid) == ("studies/A", os.getpid())
+    assert busy("cpu", tmp_path) == ()
 
 
 def test_overlapping_cpu_sets_wait_disjoint_ones_do_not(tmp_path: Path) -> None:

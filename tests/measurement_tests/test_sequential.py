@@ -173,6 +173,22 @@ class TestDecisions:
         with pytest.raises(BackendError, match="default crashed"):
             revalidate_sequential([1], 0, default_fails)
 
+    def test_keep_measuring_until_the_others_are_outclassed_and_report_progress(self) -> None:
+        """stop_at_winner=False: after #1 wins, #2 (equal to the default) is measured until its
+        interval falls below #1's lower end ("outclassed") or below 1.01; on_round sees every
+        round with the contenders still undecided."""
+        progress: list[tuple[int, int, tuple[int, ...]]] = []
+        res = revalidate_sequential(
+            [1, 2], 0, processes({0: 1.0, 1: 0.7, 2: 1.0}, 0.03, 2),
+            SequentialPlan(stop_at_winner=False, max_rounds=30),
+            on_round=lambda *a: progress.append(a),
+        )
+        assert res.winner == 1 and res.contender(2).status in ("outclassed", "not_faster")
+        assert res.stop_reason == "decided"
+        assert [p[0] for p in progress] == list(range(1, res.rounds + 1))
+        assert all(p[1] == 30 for p in progress) and progress[-1][2] == ()
+        assert res.contender(1).decided_at <= res.contender(2).decided_at
+
     def test_record_round_trips_and_winner_meta_keeps_the_old_keys(self) -> None:
         """to_json/from_json round-trip through JSON; winner_meta has every key the engine
         reads today plus verdict, rounds, method."""
