@@ -4,8 +4,9 @@ ONNX Runtime on our VMs runs the same session at ~0.42 ms in some processes and 
 others, and single measurements inside one process also jump between levels. A mean or a
 t-interval over such data mixes two populations; a route that happens to draw the fast regime
 more often looks faster. So regimes are detected and reported (measurement health), and the
-re-validation verdict switches to the rank interval for a contender when its or the default's
-per-process medians are bimodal (:func:`gptuner_core.measurement.paired.choose_method`).
+re-validation verdict compares only rounds whose two processes landed in the same regime when
+the contender's or the default's per-process medians are bimodal
+(:func:`gptuner_core.measurement.sequential.choose_method`, ``paired.matched_rounds``).
 
 Detection (:func:`detect_regimes`): the best two-cluster split of the log values (the split of the
 sorted values that minimises the within-cluster sum of squares, i.e. 1-D 2-means / Otsu). The
@@ -92,6 +93,13 @@ def _best_split(logs: np.ndarray) -> int:
     return best
 
 
+def split_point(values_ms: Sequence[float] | np.ndarray) -> float:
+    """The log-space cut between the two clusters of the best split (midpoint of the gap)."""
+    logs = np.sort(np.log(np.asarray(values_ms, float)))
+    i = _best_split(logs)
+    return float((logs[i - 1] + logs[i]) / 2.0)
+
+
 def detect_regimes(
     values_ms: Sequence[float] | np.ndarray,
     *,
@@ -135,8 +143,8 @@ def detect_regimes(
         where = "fresh processes" if scope == "processes" else "samples of one measurement window"
         who = f"route #{route}" if route is not None else "the route"
         why = (
-            "a process's median depends on the regime it lands in, so the verdict uses the "
-            "rank interval" if scope == "processes" else
+            "a process's median depends on the regime it lands in, so the verdict compares "
+            "only rounds whose processes landed in the same regime" if scope == "processes" else
             "the window's median depends on how long each regime lasted (other programs "
             "competing for the CPU, frequency changes)"
         )

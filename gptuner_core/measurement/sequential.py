@@ -17,8 +17,9 @@ Evidence: each round measures the default and every undecided contender once, ea
 process (``measure_fresh(number, round_index) -> samples_ms``), in a new random order. The unit of
 evidence is the per-process median; a contender's median is divided by the default's median of
 the same round (paired, so slow drift shared by the round cancels). Intervals on these log ratios
-come from :mod:`gptuner_core.measurement.paired`: the t-interval, or the distribution-free
-signed-rank interval when regimes (bimodal per-process medians) are detected (``method="auto"``).
+come from :mod:`gptuner_core.measurement.paired`: the t-interval, or, when regimes (bimodal
+per-process medians) are detected, the distribution-free signed-rank interval over the rounds
+whose two processes landed in the same regime (``method="auto"`` -> ``"matched"``).
 
 Error control under sequential stopping: alpha spending (Pocock by default) with a union bound
 over looks and a Bonferroni split over contenders, see :mod:`gptuner_core.measurement.boundaries`:
@@ -29,6 +30,7 @@ Pocock is the default because it spends error early, so a clear effect is decide
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -43,6 +45,7 @@ from gptuner_core.measurement.boundaries import look_alphas
 from gptuner_core.measurement.paired import METHOD_TEXT
 from gptuner_core.measurement.paired import LogInterval
 from gptuner_core.measurement.paired import log_ratio_interval
+from gptuner_core.measurement.paired import matched_rounds
 from gptuner_core.measurement.regimes import Regimes
 from gptuner_core.measurement.regimes import detect_regimes
 from gptuner_core.measurement.stats import SpeedupEstimate
@@ -98,10 +101,21 @@ def _validate(contenders: Sequence[int], default: int) -> list[int]:
 
 
 def choose_method(plan_method: str, default_regimes: Regimes, regimes: Regimes) -> str:
-    """``"rank"`` under ``"auto"`` when either route's per-process medians are bimodal."""
+    """``"matched"`` under ``"auto"`` when either route's per-process medians are bimodal."""
     if plan_method != "auto":
         return plan_method
-    return "rank" if (default_regimes.bimodal or regimes.bimodal) else "t"
+    return "matched" if (default_regimes.bimodal or regimes.bimodal) else "t"
+
+
+def _interval(d: np.ndarray, c: np.ndarray, alpha: float, method: str) -> LogInterval:
+    logs = np.log(d / c)
+    if method == "matched":
+        mask = matched_rounds(d, c)
+        if mask is not None and int(mask.sum()) >= 2:
+            iv = log_ratio_interval(logs[mask], alpha, "rank")
+            return dataclasses.replace(iv, method="matched")
+        method = "rank"
+    return log_ratio_interval(logs, alpha, method)
 
 
 def _pct(x: float) -> str:
@@ -189,9 +203,10 @@ def revalidate_sequential(
         d_reg = detect_regimes([p[0] for p in pairs], route=default)
         c_reg = detect_regimes([p[1] for p in pairs], route=c)
         method = choose_method(plan.method, d_reg, c_reg)
-        logs = np.log([p[0] / p[1] for p in pairs])
-        iv = log_ratio_interval(logs, alpha, method)
-        return iv, method, c_reg
+        d = np.array([p[0] for p in pairs])
+        c = np.array([p[1] for p in pairs])
+        iv = _interval(d, c, alpha, method)
+        return iv, iv.method, c_reg
 
     for round_index in range(plan.max_rounds):
         active = [c for c in cands if status[c] == "inconclusive"]

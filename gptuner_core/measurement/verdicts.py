@@ -50,7 +50,8 @@ class SequentialPlan:
         max_time_s: wall-clock budget of the whole re-validation (``None``: rounds only). A round
             is not started when the rounds so far say it would not finish in time.
         spending: ``"pocock"`` or ``"obrien-fleming"`` (see ``boundaries``).
-        method: ``"auto"`` (rank interval where regimes are detected, else t), ``"t"`` or ``"rank"``.
+        method: ``"auto"`` (same-regime rounds with the rank interval where regimes are detected,
+            else t), ``"t"``, ``"rank"`` or ``"matched"``.
         look_growth: looks at ``min_rounds`` then each x``look_growth`` rounds, and ``max_rounds``.
         stop_at_winner: stop at the first look with a winner (the default: the question is "is a
             route faster than the default?"); ``False`` keeps measuring the undecided contenders
