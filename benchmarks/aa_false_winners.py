@@ -9,13 +9,20 @@ Each study is repeated ``--repeats`` times and every measurement runs in a FRESH
   trtexec's default is 3 s), the route with the lowest mean wins; a "false winner" is any
   non-default route picked (with the speed-up it would report).
 * ours: adaptive sampling per route (``SamplingSettings`` defaults, capped by ``--screen-max-s``),
-  then interleaved re-validation of the top-3 against the default in fresh processes
-  (``revalidate``, 5 rounds), winner only if the CI's lower bound > 1.01.
+  then SEQUENTIAL interleaved re-validation of the top-3 against the default in fresh processes
+  (``revalidate_sequential``: rounds until each contender is winner / not faster, or the
+  ``--max-rounds`` budget ends it inconclusive; Pocock alpha spending, Bonferroni over contenders).
+  A false winner is any winner; "inconclusive" is the honest answer for equal routes at a 1 %
+  min-effect and is counted separately.
 
-Target: at most 1 false winner in 20 studies for ours.
+``--load N`` runs N competing CPU-bound processes (started and killed by the benchmark) during
+every study: the "under load" condition of the issue.
 
-    .venv/bin/python benchmarks/aa_false_winners.py            # 20 studies (~10 min on 2 cores)
-    .venv/bin/python benchmarks/aa_false_winners.py --quick    # 3 studies, shorter windows
+Target: at most 1 false winner in 20 studies for ours, quiet and under load.
+
+    .venv/bin/python benchmarks/aa_false_winners.py                 # 20 studies, quiet
+    .venv/bin/python benchmarks/aa_false_winners.py --load 1        # 20 studies, one busy core
+    .venv/bin/python benchmarks/aa_false_winners.py --quick         # 3 studies, shorter windows
 
 The model is a small MLP (MatMul+Relu layers, float32) built here with ``onnx.helper``.
 """
@@ -202,13 +209,14 @@ def our_method(
     *,
     screen: dict[str, Any],
     recheck: dict[str, Any],
+    plan: dict[str, Any] | None = None,
     k: int = 3,
     margin: float = 1.0,
-    rounds: int = 5,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Adaptive screening of every route, then interleaved re-validation of the contenders."""
-    from gptuner_core.measurement import revalidate
+    """Adaptive screening of every route, then sequential re-validation of the contenders."""
+    from gptuner_core.measurement import SequentialPlan
+    from gptuner_core.measurement import revalidate_sequential
 
     t0 = time.perf_counter()
     screened = {
@@ -221,10 +229,12 @@ def our_method(
     def measure_fresh(number: int, round_index: int) -> list[float]:
         return run_fresh({**routes[number], "mode": "adaptive", "settings": recheck})["samples_ms"]
 
-    res = revalidate(top, 0, measure_fresh, rounds=rounds, seed=seed, min_effect=0.01)
-    best = res.estimates[res.best] if res.best is not None else None
+    res = revalidate_sequential(top, 0, measure_fresh, SequentialPlan(**(plan or {})), seed=seed)
+    best = res.contender(res.best).estimate if res.best is not None else None
     return {
         "winner": res.winner,
+        "verdict": res.verdict.value,
+        "rounds": res.rounds,
         "revalidated": top,
         "best": res.best,
         "best_est": best,
@@ -234,6 +244,31 @@ def our_method(
         "busy": sum(bool(s["busy"]) for s in screened.values()),
         "not_converged": sum(s["stop_reason"] != "converged" for s in screened.values()),
     }
+
+
+def describe(est: Any) -> str:
+    """``1.012x [0.981, 1.044]`` (or the point with "no CI")."""
+    if est is None:
+        return "-"
+    if est.ci is None:
+        return f"{est.point:.3f}x (no CI)"
+    return f"{est.point:.3f}x [{est.low:.3f}, {est.high:.3f}]"
+
+
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """The sequential re-validation's options, shared by the benchmarks."""
+    p.add_argument("--min-rounds", type=int, default=4)
+    p.add_argument("--max-rounds", type=int, default=20, help="round budget (20)")
+    p.add_argument("--max-time-s", type=float, default=None, help="time budget of re-validation")
+    p.add_argument("--spending", default="pocock", choices=["pocock", "obrien-fleming"])
+    p.add_argument("--min-effect", type=float, default=0.01)
+    p.add_argument("--load", type=int, default=0, help="competing CPU-bound processes (0)")
+
+
+def plan_from(args: argparse.Namespace) -> dict[str, Any]:
+    return {"min_rounds": args.min_rounds, "max_rounds": args.max_rounds,
+            "max_time_s": args.max_time_s, "spending": args.spending,
+            "min_effect": args.min_effect}
 
 
 def settings_for(quick: bool, screen_max_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -248,6 +283,8 @@ def settings_for(quick: bool, screen_max_s: float) -> tuple[dict[str, Any], dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    from _load import competing_load
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=20, help="studies to run (default 20)")
     p.add_argument("--quick", action="store_true", help="3 studies, shorter windows")
@@ -255,14 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--window", type=float, default=1.0, help="trtexec-style window, s (1.0)")
     p.add_argument("--screen-max-s", type=float, default=3.0, help="cap on adaptive screening, s")
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--rounds", type=int, default=5)
+    add_plan_arguments(p)
     args = p.parse_args(argv)
     repeats = 3 if args.quick and "--repeats" not in (argv or sys.argv) else args.repeats
     window = args.window / 2 if args.quick else args.window
     screen, recheck = settings_for(args.quick, args.screen_max_s)
+    plan = plan_from(args)
 
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, competing_load(args.load) as load_pids:
         model = str(build_mlp(Path(tmp) / "mlp.onnx", width=512))
         routes = [{"model": model, "batch": args.batch, "threads": 1, "config": {}}]
         routes += [
@@ -276,34 +314,38 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(
             f"{args.routes} equivalent routes (MLP 4x MatMul+Relu 512, batch {args.batch}, 1 thread), "
-            f"{repeats} studies, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+            f"{repeats} studies, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "
+            f"competing CPU-bound processes: {len(load_pids)}; re-validation plan {plan}"
         )
         header = (
             "| study | trtexec winner | trtexec claims | spread of means | trtexec s "
-            "| ours re-validated | ours best (CI) | ours winner | ours s |"
+            "| ours re-validated | ours verdict | ours rounds | ours best (CI) | ours s |"
         )
         print(header)
-        print("|" + "---|" * 9)
-        t_fp = o_fp = 0
+        print("|" + "---|" * 10)
+        t_fp = o_fp = o_inc = 0
         t_wall = o_wall = 0.0
         for study in range(repeats):
             t = trtexec_method(routes, window)
-            o = our_method(routes, screen=screen, recheck=recheck, rounds=args.rounds, seed=study)
+            o = our_method(routes, screen=screen, recheck=recheck, plan=plan, seed=study)
             t_fp += t["winner"] is not None
             o_fp += o["winner"] is not None
+            o_inc += o["verdict"] == "inconclusive"
             t_wall += t["wall_s"]
             o_wall += o["wall_s"]
-            e = o["best_est"]
+            won = f" #{o['winner']}" if o["winner"] is not None else ""
             print(
                 f"| {study} | {'#' + str(t['winner']) if t['winner'] is not None else '-'} "
                 f"| {t['claimed']:.3f}x | {t['spread']:.3f}x | {t['wall_s']:.1f} "
-                f"| {o['revalidated']} | #{o['best']} {e.point:.3f}x [{e.low:.3f}, {e.high:.3f}] "
-                f"| {'#' + str(o['winner']) if o['winner'] is not None else '-'} | {o['wall_s']:.1f} |",
+                f"| {o['revalidated']} | {o['verdict']}{won} | {o['rounds']} "
+                f"| #{o['best']} {describe(o['best_est'])} | {o['wall_s']:.1f} |",
                 flush=True,
             )
         print()
         print(f"false winners, trtexec's method (lowest single mean): {t_fp} / {repeats}")
-        print(f"false winners, ours (adaptive + interleaved re-validation): {o_fp} / {repeats}")
+        print(f"false winners, ours (adaptive + sequential re-validation): {o_fp} / {repeats}")
+        print(f"ours inconclusive (equal routes, not measured to +-{args.min_effect:.0%}): "
+              f"{o_inc} / {repeats}")
         print(
             f"mean wall time per study: trtexec {t_wall / repeats:.1f} s, ours {o_wall / repeats:.1f} s"
         )

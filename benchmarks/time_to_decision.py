@@ -7,15 +7,19 @@ Every measurement runs in a FRESH spawned process.
 
 * fixed loop: each route measured once for 3 s after a 200 ms warm-up; the lowest mean wins.
 * ours: adaptive sampling per route (``SamplingSettings`` defaults, capped by ``--screen-max-s``),
-  then interleaved re-validation (5 rounds, fresh processes) of the contenders: the top-3 routes
-  whose screening median is within 15 % of the best screened route; a winner is declared only when
-  its speed-up CI's lower bound exceeds 1.01.
+  then SEQUENTIAL interleaved re-validation (fresh processes, ``revalidate_sequential``) of the
+  contenders: the top-3 routes whose screening median is within 15 % of the best screened route.
+  Rounds continue until a winner's speed-up CI clears 1.01 (alpha spending keeps that valid), or
+  every contender is "not faster", or the ``--max-rounds`` / ``--max-time-s`` budget ends it
+  "inconclusive" (counted as a wrong decision here).
 
 Decision quality: did the method name the truly faster route? Time: wall seconds per study.
-Target: ours needs >= 2x less wall time at equal decision quality.
+Target: ours needs >= 2x less wall time at equal decision quality, quiet and with ``--load 1``
+(one competing CPU-bound process, started and killed by the benchmark).
 
-    .venv/bin/python benchmarks/time_to_decision.py             # 3 studies of 12 routes
-    .venv/bin/python benchmarks/time_to_decision.py --quick     # 1 study
+    .venv/bin/python benchmarks/time_to_decision.py                 # 3 studies of 12 routes
+    .venv/bin/python benchmarks/time_to_decision.py --load 1        # the same under load
+    .venv/bin/python benchmarks/time_to_decision.py --quick         # 1 study
 """
 
 from __future__ import annotations
@@ -31,8 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _load import competing_load  # noqa: E402
+from aa_false_winners import add_plan_arguments  # noqa: E402
 from aa_false_winners import build_mlp  # noqa: E402
+from aa_false_winners import describe  # noqa: E402
 from aa_false_winners import our_method  # noqa: E402
+from aa_false_winners import plan_from  # noqa: E402
 from aa_false_winners import run_fresh  # noqa: E402
 
 
@@ -58,13 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed-s", type=float, default=3.0, help="fixed loop seconds per route (3)")
     p.add_argument("--screen-max-s", type=float, default=3.0)
     p.add_argument("--batch", type=int, default=16)
+    add_plan_arguments(p)
     args = p.parse_args(argv)
+    plan = plan_from(args)
     repeats = 1 if args.quick else args.repeats
 
     screen = SamplingSettings(max_time_s=args.screen_max_s, gpu_index=None)
     recheck = screen.scaled(0.25)
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, competing_load(args.load) as load_pids:
         slow = str(build_mlp(Path(tmp) / "w512.onnx", width=512))
         fast = str(build_mlp(Path(tmp) / "fast.onnx", width=args.fast_width))
         fast_index = args.routes // 2
@@ -75,12 +85,14 @@ def main(argv: list[str] | None = None) -> int:
             routes.append({"model": model, "batch": args.batch, "threads": 1, "config": config})
         print(
             f"{args.routes} routes, route #{fast_index} really faster (width {args.fast_width} vs 512), "
-            f"{repeats} studies, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+            f"{repeats} studies, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "
+            f"competing CPU-bound processes: {len(load_pids)}; re-validation plan {plan}"
         )
         print(
-            "| study | fixed winner | fixed claims | fixed s | ours re-validated | ours winner (CI) | ours screen s | ours s | speed-up of decision |"
+            "| study | fixed winner | fixed claims | fixed s | ours re-validated | ours verdict (CI) "
+            "| ours rounds | ours screen s | ours s | speed-up of decision |"
         )
-        print("|" + "---|" * 9)
+        print("|" + "---|" * 10)
         f_ok = o_ok = 0
         f_wall = o_wall = 0.0
         for study in range(repeats):
@@ -89,20 +101,19 @@ def main(argv: list[str] | None = None) -> int:
                 routes,
                 screen=screen.to_json(),
                 recheck=recheck.to_json(),
+                plan=plan,
                 k=3,
                 margin=0.15,
-                rounds=5,
                 seed=study,
             )
             f_ok += f["winner"] == fast_index
             o_ok += o["winner"] == fast_index
             f_wall += f["wall_s"]
             o_wall += o["wall_s"]
-            e = o["best_est"]
-            won = f"#{o['winner']}" if o["winner"] is not None else "none"
+            won = f"#{o['winner']}" if o["winner"] is not None else o["verdict"]
             print(
                 f"| {study} | #{f['winner']} | {f['claimed']:.3f}x | {f['wall_s']:.1f} | {o['revalidated']} "
-                f"| {won} {e.point:.3f}x [{e.low:.3f}, {e.high:.3f}] | {o['screen_s']:.1f} "
+                f"| {won} #{o['best']} {describe(o['best_est'])} | {o['rounds']} | {o['screen_s']:.1f} "
                 f"| {o['wall_s']:.1f} | {f['wall_s'] / o['wall_s']:.2f}x |",
                 flush=True,
             )

@@ -57,3 +57,7 @@ class DatasetError(GptunerError, ValueError):
 
 class ConfigError(GptunerError, ValueError):
     """A study configuration value is invalid."""
+
+
+class DeviceBusyError(GptunerError, TimeoutError):
+    """A measuring device stayed locked by another study longer than the caller would wait."""

@@ -20,16 +20,25 @@ How the engine uses it::
     est.point, est.low, est.high            # > 1 means faster than the default
     top = m.rank(records, k=3, exclude=[0])  # eligible candidates, fastest median first
 
-    # before declaring a winner: interleaved rounds, each measurement in a fresh process
-    res = m.revalidate(top, 0, measure_fresh, rounds=5, seed=0, min_effect=0.01)
-    res.winner          # int | None; res.message says plainly why
+    # before declaring a winner: sequential interleaved rounds, each measurement in a fresh
+    # process, until every contender is decided or the round / time budget is spent
+    plan = m.SequentialPlan(min_effect=0.01, max_rounds=20, max_time_s=remaining_s)
+    res = m.revalidate_sequential(top, 0, measure_fresh, plan, seed=0, on_round=progress)
+    res.verdict         # Verdict.WINNER | NOT_FASTER | INCONCLUSIVE; res.message says why
+    res.winner          # int | None; res.projected_rounds when inconclusive
     store.set_meta("winner", res.winner_meta())
+    # (the fixed-round m.revalidate(top, 0, measure_fresh, rounds=5, ...) is kept for callers)
+
+    # regimes: per-process medians or one window's samples in two speed levels
+    m.detect_regimes(medians_ms, scope="processes", route=3)   # -> Regimes
 
     # drift sentinel (baseline events: payload {"median_ms", "after_candidate"})
     m.drift(events); m.drift_range(events); m.normalize(t, median_ms, events)
 
-    # study summary
-    store.set_meta("health", m.health_summary(records, events).to_json())
+    # study summary: tiles, drift chart points and warnings from one computation
+    health = m.health_summary(records, events)
+    health.tiles(); health.drift.points; health.warnings; health.regimes
+    store.set_meta("health", health.to_json())
 
 Public API:
 
@@ -40,12 +49,17 @@ Public API:
   wall_s) -> LatencyStats``, :func:`median_ci`, :func:`bootstrap_ci`, :func:`speedup`
   ``(default_samples, candidate_samples, confidence=0.95, seed=0) -> SpeedupEstimate``
   (``speedup_ci`` is the same function), :class:`SpeedupEstimate`, :func:`rank`.
+* :func:`revalidate_sequential` ``(contenders, default, measure_fresh, plan=None, *, seed=0,
+  on_round=None, clock=time.monotonic) -> SequentialResult``, :class:`SequentialPlan`,
+  :class:`SequentialResult`, :class:`ContenderVerdict`, :class:`Verdict`.
 * :func:`revalidate` ``(candidates, default, measure_fresh, rounds=5, seed=0, min_effect=0.01,
-  confidence=0.95) -> RevalidationResult``, :func:`schedule`, :func:`paired_speedup`.
+  confidence=0.95) -> RevalidationResult`` (fixed rounds), :func:`schedule`, :func:`paired_speedup`.
+* :func:`detect_regimes` ``(values_ms, *, scope="processes"|"window", route=None) -> Regimes``.
 * :func:`drift`, :func:`drift_range`, :func:`normalize`, :func:`normalized_speedup`,
   :func:`nearest`, :func:`baselines`, :class:`Baseline`.
 * :func:`gpu_telemetry`, :func:`cpu_telemetry`, :func:`window_telemetry`, :class:`CpuSampler`.
-* :func:`health_summary` ``(records, baseline_events=()) -> HealthSummary``.
+* :func:`health_summary` ``(records, baseline_events=(), *, regimes=()) -> HealthSummary``
+  (``tiles()``, ``drift.points``, ``warnings``, ``regimes``).
 
 Errors: bad settings or inputs raise :class:`~gptuner_core.errors.ConfigError`; a runner whose
 ``time_calls`` returns something that is not a duration raises
@@ -63,6 +77,8 @@ from gptuner_core.measurement.drift import normalize
 from gptuner_core.measurement.drift import normalized_speedup
 from gptuner_core.measurement.health import HealthSummary
 from gptuner_core.measurement.health import health_summary
+from gptuner_core.measurement.regimes import Regimes
+from gptuner_core.measurement.regimes import detect_regimes
 from gptuner_core.measurement.revalidation import RevalidationResult
 from gptuner_core.measurement.revalidation import paired_speedup
 from gptuner_core.measurement.revalidation import revalidate
@@ -72,6 +88,7 @@ from gptuner_core.measurement.sampling import MeasureResult
 from gptuner_core.measurement.sampling import SamplingSettings
 from gptuner_core.measurement.sampling import Window
 from gptuner_core.measurement.sampling import measure
+from gptuner_core.measurement.sequential import revalidate_sequential
 from gptuner_core.measurement.stats import SpeedupEstimate
 from gptuner_core.measurement.stats import bootstrap_ci
 from gptuner_core.measurement.stats import median_ci
@@ -82,6 +99,10 @@ from gptuner_core.measurement.telemetry import CpuSampler
 from gptuner_core.measurement.telemetry import cpu_telemetry
 from gptuner_core.measurement.telemetry import gpu_telemetry
 from gptuner_core.measurement.telemetry import window_telemetry
+from gptuner_core.measurement.verdicts import ContenderVerdict
+from gptuner_core.measurement.verdicts import SequentialPlan
+from gptuner_core.measurement.verdicts import SequentialResult
+from gptuner_core.measurement.verdicts import Verdict
 
 
 #: Alias used in docs/architecture.md.
@@ -90,16 +111,22 @@ speedup_ci = speedup
 __all__ = [
     "STOP_REASONS",
     "Baseline",
+    "ContenderVerdict",
     "CpuSampler",
     "HealthSummary",
     "MeasureResult",
+    "Regimes",
     "RevalidationResult",
     "SamplingSettings",
+    "SequentialPlan",
+    "SequentialResult",
     "SpeedupEstimate",
+    "Verdict",
     "Window",
     "baselines",
     "bootstrap_ci",
     "cpu_telemetry",
+    "detect_regimes",
     "drift",
     "drift_range",
     "gpu_telemetry",
@@ -112,6 +139,7 @@ __all__ = [
     "paired_speedup",
     "rank",
     "revalidate",
+    "revalidate_sequential",
     "schedule",
     "speedup",
     "speedup_ci",

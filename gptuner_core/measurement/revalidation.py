@@ -38,6 +38,7 @@ import numpy as np
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import GptunerError
 from gptuner_core.measurement.stats import SpeedupEstimate
+from gptuner_core.measurement.stats import too_few
 
 
 def _validate(candidates: Sequence[int], default: int, rounds: int) -> list[int]:
@@ -84,14 +85,20 @@ def paired_speedup(
 
     d = np.asarray(default_medians, float)
     c = np.asarray(candidate_medians, float)
-    if d.shape != c.shape or d.ndim != 1 or d.size < 2:
-        msg = f"need >= 2 paired per-round medians of equal length (got {d.size} and {c.size})"
+    if d.shape != c.shape or d.ndim != 1 or d.size < 1:
+        msg = f"need >= 1 paired per-round medians of equal length (got {d.size} and {c.size})"
         raise ConfigError(msg)
     if np.any(d <= 0) or np.any(c <= 0) or not np.all(np.isfinite(d * c)):
         msg = "per-round medians must be finite and > 0 ms"
         raise ConfigError(msg)
     logs = np.log(d / c)
     point = float(math.exp(float(np.mean(logs))))
+    if d.size < 2:
+        return SpeedupEstimate(
+            point=point, low=None, high=None, confidence=float(confidence),
+            method="paired per-round medians, t-interval on log ratio", n_default=1,
+            n_candidate=1, note=too_few(1, 1, "rounds"),
+        )
     if np.ptp(logs) == 0:
         low = high = point
     else:
@@ -149,7 +156,7 @@ class RevalidationResult:
         return {
             "number": self.winner if self.winner is not None else self.default,
             "speedup": est.point if (est is not None and self.winner is not None) else 1.0,
-            "ci": [est.low, est.high] if est is not None else None,
+            "ci": list(est.ci) if est is not None and est.ci is not None else None,
             "significant": self.winner is not None,
             "message": self.message,
             "best": self.best,

@@ -192,20 +192,30 @@ def bootstrap_ci(
 class SpeedupEstimate:
     """Speed-up of a candidate over the default: ``default latency / candidate latency``.
 
-    ``point > 1`` means the candidate is faster; ``(low, high)`` is the confidence interval.
+    ``point > 1`` means the candidate is faster; ``(low, high)`` is the confidence interval, or
+    ``None`` when too little was measured to form one (then ``note`` says why: statistics are
+    defined for n < 2, they just carry no interval).
     """
 
     point: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
     confidence: float = 0.95
     method: str = ""
     n_default: int = 0
     n_candidate: int = 0
+    note: str = ""
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        """``(low, high)``, or ``None`` without an interval."""
+        if self.low is None or self.high is None:
+            return None
+        return (self.low, self.high)
 
     def significant(self, min_effect: float = 0.01) -> bool:
         """True when even the CI's lower bound beats the default by more than ``min_effect``."""
-        return self.low > 1.0 + min_effect
+        return self.low is not None and self.low > 1.0 + min_effect
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -216,11 +226,35 @@ class SpeedupEstimate:
             "method": self.method,
             "n_default": self.n_default,
             "n_candidate": self.n_candidate,
+            "note": self.note,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SpeedupEstimate:
+        return cls(
+            point=float(data["point"]),
+            low=None if data.get("low") is None else float(data["low"]),
+            high=None if data.get("high") is None else float(data["high"]),
+            confidence=float(data.get("confidence", 0.95)),
+            method=str(data.get("method", "")),
+            n_default=int(data.get("n_default", 0)),
+            n_candidate=int(data.get("n_candidate", 0)),
+            note=str(data.get("note", "")),
+        )
+
     def __str__(self) -> str:
+        if self.low is None or self.high is None:
+            return f"{self.point:.3f}x, no CI ({self.note or 'too few measurements'})"
         pct = round(self.confidence * 100)
         return f"{self.point:.3f}x, {pct}% CI [{self.low:.3f}, {self.high:.3f}]"
+
+
+def too_few(n_default: int, n_candidate: int, what: str = "samples") -> str:
+    """The flag of an estimate without an interval: which side had fewer than 2 values."""
+    return (
+        f"a confidence interval needs >= 2 {what} on each side "
+        f"(got {n_default} for the default, {n_candidate} for the candidate)"
+    )
 
 
 def _ratio_of_medians(default: np.ndarray, candidate: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -251,6 +285,12 @@ def speedup(
         msg = "latency samples must be > 0 ms to form a speed-up ratio (got a value <= 0)"
         raise ConfigError(msg)
     point = float(np.median(d) / np.median(c))
+    if d.size < 2 or c.size < 2:
+        return SpeedupEstimate(
+            point=point, low=None, high=None, confidence=float(confidence),
+            method="ratio of medians (within-window)", n_default=int(d.size),
+            n_candidate=int(c.size), note=too_few(int(d.size), int(c.size)),
+        )
     if np.all(d == d[0]) and np.all(c == c[0]):
         low = high = point
     else:

@@ -102,7 +102,7 @@ class TestKnobDatabase:
             "max-autotune-no-cudagraphs",
         )
         assert cpu["-torch:precision"].values == ("fp32", "bf16", "fp16")
-        assert cuda["-torch:precision"].values == ("fp32", "tf32", "bf16", "fp16")
+        assert cuda["-torch:precision"].values == ("fp32", "fp32_strict", "tf32", "bf16", "fp16")
         assert cpu.tuner_version == f"torch-{torch.__version__}/inductor/cpu"
 
     def test_unknown_or_non_boolean_config_names_are_dropped(
@@ -389,3 +389,58 @@ class TestBuildAndRun:
         """repro() gives a Python snippet with the route's precision and Inductor options."""
         text = backend.repro(TINY, Route.parse("-torch:precision=bf16 -inductor:freezing=on"))["python"]
         assert "torch.bfloat16" in text and "'freezing': True" in text
+
+
+#: runs in a FRESH interpreter: PyTorch's own defaults first, then each route's flags, as JSON.
+FLAGS_CHILD = """
+import json, torch
+from gptuner_core.backends.torch_inductor.precision import apply_precision_flags, framework_flags
+own = framework_flags()
+out = {"own": own}
+for precision in ["tf32", "fp32", "fp32_strict", "fp16", "fp32"]:
+    out.setdefault(precision, []).append(apply_precision_flags(precision, "cuda"))
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def flags() -> dict[str, Any]:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", FLAGS_CHILD], capture_output=True, text=True,
+                         env=env, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+class TestFrameworkDefaults:
+    """Item 7: the 1.0x baseline is what the user gets from torch.compile without gptuner."""
+
+
+    def test_default_route_leaves_every_flag_at_pytorchs_default(self, flags: dict[str, Any]) -> None:
+        """fp32 (the default) = PyTorch's defaults: cuDNN convolutions in TF32, matmuls strict
+        ('highest'), also after a tf32 route changed them in the same process."""
+        own = flags["own"]
+        assert own["cudnn.allow_tf32"] is True and own["cuda.matmul.allow_tf32"] is False
+        assert own["float32_matmul_precision"] == "highest"
+        assert flags["fp32"] == [own, own]
+
+    def test_strict_fp32_stays_available(self, flags: dict[str, Any]) -> None:
+        """fp32_strict turns TF32 off for cuDNN convolutions too; tf32 turns it on everywhere."""
+        strict = flags["fp32_strict"][0]
+        assert strict["cudnn.allow_tf32"] is False and strict["cuda.matmul.allow_tf32"] is False
+        assert strict["float32_matmul_precision"] == "highest"
+        tf32 = flags["tf32"][0]
+        assert tf32["cudnn.allow_tf32"] and tf32["cuda.matmul.allow_tf32"]
+        assert tf32["float32_matmul_precision"] == "high"
+        assert flags["fp16"][0] == flags["own"]
+
+    def test_knob_database_offers_fp32_strict_on_gpus_with_fp32_default(self) -> None:
+        from gptuner_core.backends.torch_inductor.knobs import knob_database
+
+        knob = knob_database("cuda")["-torch:precision"]
+        assert knob.default == "fp32" and "fp32_strict" in knob.values
+        assert "PyTorch's own defaults" in knob.help
+        assert "fp32_strict" not in knob_database("cpu")["-torch:precision"].values

@@ -7,7 +7,10 @@ What :func:`build` does, in order:
    and its generated code lands in its own folder;
 2. sets the precision: TF32 flags (``torch.backends.cuda.matmul.allow_tf32``,
    ``torch.backends.cudnn.allow_tf32``, ``set_float32_matmul_precision``) and, for bf16/fp16,
-   ``module.to(dtype)`` with floating inputs cast to the same dtype;
+   ``module.to(dtype)`` with floating inputs cast to the same dtype. The default ``fp32`` puts
+   the flags back to PyTorch's own defaults (read before gptuner first touches them: cuDNN
+   convolutions in TF32, matmuls strict), so the 1.0x baseline is plain ``torch.compile``;
+   ``fp32_strict`` turns TF32 off for convolutions too, ``tf32`` on for matmuls as well;
 3. compiles with ``torch.compile(module, backend=..., dynamic=False)``. The route's Inductor
    options are applied with ``torch._inductor.config.patch`` around every call that may compile
    (this first run, and the runner's ``infer``/``prepare``), not only around ``compile_fx``:
@@ -47,6 +50,7 @@ from typing import Any
 
 from gptuner_core.backends._base import BuildResult
 from gptuner_core.backends.torch_inductor import knobs as K
+from gptuner_core.backends.torch_inductor.precision import apply_precision_flags
 from gptuner_core.errors import BackendError
 
 
@@ -58,7 +62,8 @@ if TYPE_CHECKING:
 GENERATED = "generated"
 CACHE = "inductor_cache"
 BUILD_JSON = "build.json"
-DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DTYPES = {"fp32": "float32", "fp32_strict": "float32", "tf32": "float32"}
+DTYPES |= {"bf16": "bfloat16", "fp16": "float16"}
 
 
 @dataclass(slots=True, kw_only=True)
@@ -104,22 +109,6 @@ def resolve_device(option: str) -> str:
             )
             raise BackendError(msg)
     return option
-
-
-def apply_precision_flags(precision: str, device_type: str) -> dict[str, Any]:
-    """Set the process-wide TF32 switches for ``precision``; return them as read back."""
-    import torch
-
-    if device_type == "cuda":
-        tf32 = precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    return {
-        "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-        "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-    }
 
 
 def _use_cache_dir(cache_dir: Path) -> None:
@@ -325,7 +314,9 @@ def build(
     if dev_type == "cuda":
         runtime_config = {
             "cudagraphs": compiled.cudagraphs,
-            "tf32": flags["cuda.matmul.allow_tf32"] or flags["cudnn.allow_tf32"],
+            "matmul_tf32": flags["cuda.matmul.allow_tf32"],
+            "cudnn_tf32": flags["cudnn.allow_tf32"],
+            "float32_matmul_precision": flags["float32_matmul_precision"],
         }
     info: dict[str, Any] = {
         "model": model_text,

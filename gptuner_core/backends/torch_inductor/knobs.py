@@ -3,7 +3,7 @@
 Three namespaces map onto the seed documents' decision points:
 
 * ``-torch:mode`` — ``torch.compile``'s preset (``list_mode_options``): autotuning and CUDA graphs;
-* ``-torch:precision`` — fp32 / tf32 / bf16 / fp16 (precision);
+* ``-torch:precision`` — fp32 (PyTorch's defaults) / fp32_strict / tf32 / bf16 / fp16 (precision);
 * ``-inductor:<config name>`` — one ``torch._inductor.config`` option each: fusion
   (``epilogue_fusion``, ``aggressive_fusion``), kernel selection (``max_autotune``,
   ``coordinate_descent_tuning``), layout and padding, CUDA graphs, freezing, split reductions.
@@ -37,7 +37,7 @@ INDUCTOR_PREFIX = "-inductor:"
 #: torch.compile modes offered, in order; only those the installed PyTorch knows are listed.
 GPU_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CPU_MODES = ("default", "max-autotune-no-cudagraphs")
-GPU_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+GPU_PRECISIONS = ("fp32", "fp32_strict", "tf32", "bf16", "fp16")
 CPU_PRECISIONS = ("fp32", "bf16", "fp16")
 
 MODE_HELP = (
@@ -60,12 +60,15 @@ MODE_MEANINGS = {
 }
 PRECISION_HELP = {
     "cuda": (
-        "Numeric precision. fp32: strict IEEE fp32 (TF32 off for matmuls and cuDNN convolutions; "
-        "note eager PyTorch enables TF32 for cuDNN convolutions by default). tf32: fp32 tensors with "
-        "TF32 tensor-core math for matmuls and convolutions (torch.backends.cuda.matmul.allow_tf32, "
-        "cudnn.allow_tf32, float32 matmul precision 'high'). bf16 / fp16: the module's parameters "
-        "and floating inputs are cast to bfloat16 / float16 (module.to(dtype)); outputs are cast "
-        "back to float32. Lower precision changes the outputs: check the accuracy gate."
+        "Numeric precision. fp32 (the default): PyTorch's own defaults, what plain torch.compile "
+        "gives: float32 tensors, matmuls in strict fp32 (float32 matmul precision 'highest', "
+        "torch.backends.cuda.matmul.allow_tf32 off) and cuDNN convolutions with TF32 tensor-core "
+        "math (torch.backends.cudnn.allow_tf32 on). fp32_strict: strict IEEE fp32 everywhere (TF32 "
+        "off for cuDNN convolutions too). tf32: TF32 for matmuls and convolutions "
+        "(matmul.allow_tf32, cudnn.allow_tf32, float32 matmul precision 'high'). bf16 / fp16: the "
+        "module's parameters and floating inputs are cast to bfloat16 / float16 (module.to(dtype)); "
+        "outputs are cast back to float32. Anything but fp32 changes the outputs: check the "
+        "accuracy gate."
     ),
     "cpu": (
         "Numeric precision. fp32: float32 everywhere. bf16 / fp16: the module's parameters and "
