@@ -155,7 +155,8 @@ class StudyConfig:
         max_candidates/time_budget_s/target_speedup: budgets (``None`` = unlimited).
         build_timeout_s/measure_timeout_s: per-candidate timeouts (separate phases).
         measurement: keyword arguments of ``measurement.SamplingSettings``.
-        revalidate_top_k/revalidate_rounds/min_effect: interleaved re-validation before a winner.
+        revalidate_top_k/revalidate_rounds/min_effect: sequential interleaved re-validation before a
+            winner (``revalidate_rounds`` is its round budget; it stops once decided).
         drift_every: re-measure the default route every N candidates (0 = never).
         warm_start: earlier study folders whose best routes (same knob database or model
             family) are proposed right after the default route.
@@ -183,7 +184,7 @@ class StudyConfig:
     measure_timeout_s: float = 300.0
     measurement: dict[str, Any] = field(default_factory=dict)
     revalidate_top_k: int = 3
-    revalidate_rounds: int = 5
+    revalidate_rounds: int = 12
     min_effect: float = 0.01
     drift_every: int = 10
     keep_artifacts: bool = True

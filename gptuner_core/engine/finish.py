@@ -30,9 +30,14 @@ def revalidate_winner(
     store: StudyStore,
     history: list[CandidateRecord],
     on_round: Callable[[int, int], None] | None = None,
+    *,
+    time_left_s: float | None = None,
 ) -> Winner | None:
-    """Interleaved re-validation of the top-K eligible candidates against the default."""
-    from gptuner_core.measurement import revalidate
+    """Sequential interleaved re-validation of the top-K eligible candidates against the
+    default, until each is decided or the round budget (``revalidate_rounds``) or the study's
+    remaining time budget is spent (then the verdict is *inconclusive*, with the rounds needed)."""
+    from gptuner_core.measurement import SequentialPlan
+    from gptuner_core.measurement import revalidate_sequential
 
     if not history or not history[0].eligible:
         return None
@@ -44,30 +49,29 @@ def revalidate_winner(
         return verdict.screening_only(eligible[0], cfg.min_effect)
     by_number = {r.number: r for r in history}
     rounds = max(cfg.revalidate_rounds, 2)
-    total = rounds * (len(top) + 1)
-    done = [0]
+    plan = SequentialPlan(
+        min_effect=cfg.min_effect, min_rounds=min(4, rounds), max_rounds=rounds,
+        max_time_s=max(time_left_s, 1.0) if time_left_s is not None else None,
+    )
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
         purpose = f"revalidation/r{round_index}_{number:05d}"
         res = evaluator.remeasure(by_number[number], purpose)
-        done[0] += 1
-        if on_round is not None:
-            on_round(done[0], total)
         if not res.ok or not res.samples_ms:
             msg = f"re-measurement of candidate #{number} failed ({res.error or 'no samples'}; see {purpose}/log.txt)"
             raise BackendError(msg)
         return list(res.samples_ms)
 
     try:
-        result = revalidate(
-            [r.number for r in top], 0, measure_fresh, rounds=rounds,
-            seed=cfg.seed, min_effect=cfg.min_effect,
+        result = revalidate_sequential(
+            [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,
+            on_round=(lambda done, total, _undecided: on_round(done, total)) if on_round else None,
         )
     except GptunerError as exc:
         store.add_event("revalidation", {"error": str(exc)})
         return verdict.revalidation_failed(eligible[0], str(exc))
     store.add_event("revalidation", result.to_json())
-    return verdict.from_revalidation(result)
+    return verdict.from_sequential(result)
 
 
 def check_output_path(output: str) -> None:

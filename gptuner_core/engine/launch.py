@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gptuner_core.engine.processes import pid_alive
 from gptuner_core.errors import ConfigError
 
 
@@ -94,34 +95,16 @@ def read_pid(study_dir: str | Path) -> int | None:
     if not ws.has_study():
         return None
     from gptuner_core.errors import StoreError
-    from gptuner_core.records import StudyStatus
     from gptuner_core.storage import open_store
 
     try:
         with open_store(ws.root, readonly=True) as store:
             pid = store.get_meta("pid")
-            status = StudyStatus.parse(store.get_meta("status"))
+            status = store.status()
     except StoreError:
         return None
     active = status is not None and status.is_active()
     return int(pid) if isinstance(pid, int) and active else None
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child of this process counts as ended
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def is_running(study_dir: str | Path) -> bool:

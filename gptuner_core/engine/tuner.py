@@ -162,7 +162,7 @@ class Tuner:
             store.init_study(cfg.to_json(), current)
             store.set_meta("knob_db", self.db.to_json())
             store.set_meta("inputs_sha256", sha)
-            store.set_meta("status", StudyStatus.CREATED.value)
+            store.set_status(StudyStatus.CREATED)
         ws.commit_creation()
 
     def _evaluator(self, inputs: object) -> Evaluator:
@@ -206,8 +206,7 @@ class Tuner:
             except BaseException as exc:
                 status = StudyStatus.STOPPED if isinstance(exc, KeyboardInterrupt) else StudyStatus.FAILED
                 with contextlib.suppress(Exception):  # never mask the error that stopped us
-                    store.set_meta("status", status.value)
-                    store.set_meta("status_message", str(exc) or "interrupted")
+                    store.set_status(status, str(exc) or "interrupted")
                 raise
             finally:
                 with contextlib.suppress(Exception):
@@ -219,8 +218,7 @@ class Tuner:
         cfg = self.config
         self.ws.clear_stop()  # no tuner ran on this study, so any stop request is stale
         store.set_meta("pid", os.getpid())
-        store.set_meta("status", StudyStatus.RUNNING.value)
-        store.set_meta("status_message", "")
+        store.set_status(StudyStatus.RUNNING, "")
         inputs = open_inputs(self.ws, cfg, self.specs, store.get_meta("inputs_sha256"))
         evaluator = self._evaluator(inputs)
         strategy = self._strategy(store)
@@ -230,7 +228,7 @@ class Tuner:
             history[0] = default if default is not None else history[0]
         for rec in history:
             strategy.tell(rec)
-        sink = StoreSink(self, store, strategy, Progress.from_json(store.get_meta("progress")))
+        sink = StoreSink(self, store, strategy, store.progress())
         end = run_loop(
             strategy=strategy, evaluator=evaluator, history=history,
             key=lambda text: Route.parse(text).key(self.db),
@@ -244,12 +242,13 @@ class Tuner:
         if status is not StudyStatus.FAILED:
             store.set_meta("pending", {"phase": "revalidation"})
             sink.report(history, "", "revalidation", None)
+            left = cfg.time_budget_s - sink.elapsed_s() if cfg.time_budget_s is not None else None
             winner = revalidate_winner(
-                cfg, evaluator, store, history,
+                cfg, evaluator, store, history, time_left_s=left,
                 on_round=lambda d, t: sink.report(history, "", "revalidation", None, rounds=(d, t)),
             )
             if winner is not None:
-                store.set_meta("winner", winner.to_json())
+                store.set_winner(winner)
                 message = "; ".join(m for m in (message, winner.message) if m)
                 if cfg.output:
                     try:
@@ -263,8 +262,7 @@ class Tuner:
             status = StudyStatus.STOPPED
         self.ws.clear_stop()
         sink.report(history, "", "done", None, finished=True)
-        store.set_meta("status", status.value)
-        store.set_meta("status_message", message)
+        store.set_status(status, message)
         from gptuner_core.measurement import health_summary
 
         store.set_meta("health", health_summary(store.candidates(), store.events("baseline")).to_json())
@@ -318,7 +316,7 @@ class StoreSink:
             rounds_done=rounds[0] if rounds else None, rounds_total=rounds[1] if rounds else None,
             elapsed_s=self.elapsed_s(), last=last,
         )
-        self.store.set_meta("progress", progress.to_json())
+        self.store.set_progress(progress)
         if self.tuner.progress_cb is not None:
             self.tuner.progress_cb(progress)
 

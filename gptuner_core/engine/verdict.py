@@ -90,7 +90,7 @@ def with_speedup(rec: CandidateRecord, default: CandidateRecord | None) -> Candi
         )
         return rec.replace(speedup=point, speedup_ci=None, extra={**rec.extra, "speedup_note": note})
     est = speedup(default.samples_ms, rec.samples_ms)
-    return rec.replace(speedup=est.point, speedup_ci=(est.low, est.high))
+    return rec.replace(speedup=est.point, speedup_ci=est.ci)
 
 
 def contenders(history: Sequence[CandidateRecord]) -> list[CandidateRecord]:
@@ -144,26 +144,17 @@ def revalidation_failed(best: CandidateRecord, error: str) -> Winner:
     )
 
 
-def from_revalidation(result: Any) -> Winner:
-    """The Winner for a :class:`gptuner_core.measurement.RevalidationResult`."""
+def from_sequential(result: Any) -> Winner:
+    """The Winner for a :class:`gptuner_core.measurement.SequentialResult`."""
     chosen = result.winner if result.winner is not None else result.best
-    est = result.estimates.get(chosen) if chosen is not None else None
-    ci = (est.low, est.high) if est is not None else None
-    rounds = max((len(v) for v in result.round_medians.values()), default=0)
-    method = getattr(est, "method", "") if est is not None else ""
-    if result.winner is not None and est is not None:
-        return Winner(
-            verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=ci,
-            message=result.message, best=result.best, best_speedup=est.point, best_ci=ci,
-            rounds=rounds, method=method,
-        )
-    # not faster: even the best contender's CI stays below 1 + min-effect; otherwise the CI
-    # still admits a real speed-up and the study simply did not measure enough to decide
-    verdict = Verdict.NOT_FASTER
-    if ci is not None and ci[1] > 1.0 + result.min_effect:
-        verdict = Verdict.INCONCLUSIVE
-    return Winner(
-        verdict=verdict, number=result.default, speedup=1.0, ci=None, message=result.message,
-        best=result.best, best_speedup=est.point if est is not None else None, best_ci=ci,
-        rounds=rounds, method=method,
+    est = result.contender(chosen).estimate if chosen is not None else None
+    ci = est.ci if est is not None else None
+    point = est.point if est is not None else None
+    common = dict(
+        message=result.message, best=result.best, best_speedup=point, best_ci=ci,
+        rounds=result.rounds, method=result.method, projected_rounds=result.projected_rounds,
     )
+    if result.winner is not None and est is not None:
+        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=ci, **common)
+    kind = Verdict.INCONCLUSIVE if result.verdict.value == "inconclusive" else Verdict.NOT_FASTER
+    return Winner(verdict=kind, number=result.default, speedup=1.0, ci=None, **common)

@@ -6,11 +6,13 @@ Reading and writing live in :mod:`gptuner_core.interop.trtexec_cache`, which re-
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from gptuner_core.errors import TuningCacheError
 from gptuner_core.interop.nlohmann import STYLE_NLOHMANN
 from gptuner_core.interop.nlohmann import dumps
 
@@ -188,12 +190,16 @@ class TuningCache:
 
     def write(self, path: str | Path) -> None:
         """Write the whole file (truncating), flushed and fsynced."""
-        from gptuner_core.interop.trtexec_cache import write_text
-
         write_text(Path(path), self.to_string(), append=False)
 
-    @classmethod
-    def read(cls, path: str | Path) -> TuningCache:
-        from gptuner_core.interop.trtexec_cache import read_tuning_cache
 
-        return read_tuning_cache(path)
+def write_text(path: Path, text: str, *, append: bool) -> None:
+    """Write (or append) cache text, flushed and fsynced; a failure is a TuningCacheError."""
+    try:
+        with open(path, "ab" if append else "wb") as f:
+            f.write(text.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        msg = f"tuning cache '{path}': cannot write file ({exc.strerror or exc})"
+        raise TuningCacheError(msg) from None

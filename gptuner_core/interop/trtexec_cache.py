@@ -22,7 +22,6 @@ skipped and reported in :attr:`TuningCache.warnings`; a malformed line elsewhere
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from gptuner_core.interop.cache_records import CacheHeader
 from gptuner_core.interop.cache_records import CacheRow
 from gptuner_core.interop.cache_records import TuningCache
 from gptuner_core.interop.cache_records import accuracy_failed
+from gptuner_core.interop.cache_records import write_text
 from gptuner_core.interop.nlohmann import STYLE_NLOHMANN
 from gptuner_core.interop.nlohmann import STYLE_PYTHON
 from gptuner_core.interop.nlohmann import dump_nlohmann
@@ -202,17 +202,6 @@ def read_tuning_cache(path: str | Path) -> TuningCache:
 
 
 # -- writing ------------------------------------------------------------------------------
-def write_text(path: Path, text: str, *, append: bool) -> None:
-    try:
-        with open(path, "ab" if append else "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-    except OSError as exc:
-        msg = f"tuning cache '{path}': cannot write file ({exc.strerror or exc})"
-        raise TuningCacheError(msg) from None
-
-
 def write_tuning_cache(path: str | Path, cache: TuningCache) -> None:
     cache.write(path)
 

@@ -106,7 +106,8 @@ class Winner:
     ``number`` is the route the study recommends (the default route, 0, unless a route was shown
     to be faster); ``speedup``/``ci`` belong to ``number``; ``best``/``best_speedup``/``best_ci``
     describe the best contender when it was not chosen; ``rounds`` and ``method`` say how the
-    decision was measured; ``screening`` is True when the numbers come from screening only.
+    decision was measured; ``screening`` is True when the numbers come from screening only;
+    ``projected_rounds`` says, for an inconclusive verdict, how many rounds would decide it.
     """
 
     verdict: Verdict
@@ -120,6 +121,7 @@ class Winner:
     rounds: int = 0
     method: str = ""
     screening: bool = False
+    projected_rounds: int | None = None
 
     @property
     def significant(self) -> bool:
@@ -139,6 +141,7 @@ class Winner:
             "rounds": self.rounds,
             "method": self.method,
             "screening": self.screening,
+            "projected_rounds": self.projected_rounds,
         }
 
     @classmethod
@@ -161,4 +164,5 @@ class Winner:
             rounds=int(data.get("rounds") or 0),
             method=str(data.get("method") or ""),
             screening=bool(data.get("screening", verdict == "not_revalidated")),
+            projected_rounds=data.get("projected_rounds"),
         )

@@ -22,6 +22,9 @@ from typing import Any
 
 if TYPE_CHECKING:
     from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import Progress
+    from gptuner_core.records import StudyStatus
+    from gptuner_core.records import Winner
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +97,36 @@ class StudyStore(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Close connections."""
+
+    # -- typed meta (the keys every part of gptuner reads and writes) ------------------------
+    def status(self) -> StudyStatus | None:
+        """The stored study status (``None`` when missing or unknown)."""
+        from gptuner_core.records import StudyStatus
+
+        return StudyStatus.parse(self.get_meta("status"))
+
+    def set_status(self, status: StudyStatus, message: str | None = None) -> None:
+        self.set_meta("status", status.value)
+        if message is not None:
+            self.set_meta("status_message", message)
+
+    def progress(self) -> Progress:
+        from gptuner_core.records import Progress
+
+        return Progress.from_json(self.get_meta("progress"))
+
+    def set_progress(self, progress: Progress) -> None:
+        self.set_meta("progress", progress.to_json())
+
+    def winner(self) -> Winner | None:
+        """The study's one decision record, if it has one."""
+        from gptuner_core.records import Winner
+
+        data = self.get_meta("winner")
+        return Winner.from_json(data) if isinstance(data, dict) else None
+
+    def set_winner(self, winner: Winner) -> None:
+        self.set_meta("winner", winner.to_json())
 
     def __enter__(self) -> StudyStore:
         return self

@@ -45,75 +45,19 @@ from gptuner_core.storage._rows import dumps
 from gptuner_core.storage._rows import record_to_row
 from gptuner_core.storage._rows import rows_to_records
 from gptuner_core.storage._rows import samples_blob
+from gptuner_core.storage.sqlite_open import APPLICATION_ID  # noqa: F401 - re-exported
+from gptuner_core.storage.sqlite_open import BUSY_TIMEOUT_MS
+from gptuner_core.storage.sqlite_open import LOCK_SUFFIX  # noqa: F401 - re-exported
+from gptuner_core.storage.sqlite_open import SCHEMA_VERSION  # noqa: F401 - re-exported
+from gptuner_core.storage.sqlite_open import STORE_FILENAME
+from gptuner_core.storage.sqlite_open import SYNC_MODES
+from gptuner_core.storage.sqlite_open import SQLiteOpening
 
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.records import CandidateRecord
-
-
-STORE_FILENAME = "study.sqlite"
-LOCK_SUFFIX = ".lock"
-SCHEMA_VERSION = 1
-APPLICATION_ID = 0x67707475  # "gptu"
-BUSY_TIMEOUT_MS = 10_000
-_SYNC_MODES = ("NORMAL", "FULL")
-
-_SCHEMA_V1 = """
-CREATE TABLE study (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    created_at REAL NOT NULL,
-    config TEXT NOT NULL,
-    fingerprint TEXT NOT NULL
-);
-CREATE TABLE meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE candidates (
-    number INTEGER PRIMARY KEY,
-    state TEXT NOT NULL,
-    requested_route TEXT NOT NULL,
-    effective_route TEXT,
-    error TEXT,
-    phase TEXT NOT NULL DEFAULT '',
-    started_at REAL,
-    finished_at REAL,
-    build_time_s REAL,
-    measure_time_s REAL,
-    artifact_path TEXT,
-    artifact_sha256 TEXT,
-    artifact_size INTEGER,
-    duplicate_of INTEGER,
-    speedup REAL,
-    median_ms REAL,
-    log_path TEXT,
-    accuracy TEXT,
-    latency TEXT,
-    speedup_ci TEXT,
-    strategy_info TEXT NOT NULL,
-    telemetry TEXT NOT NULL,
-    extra TEXT NOT NULL
-);
-CREATE INDEX candidates_state ON candidates (state);
-CREATE INDEX candidates_sha256 ON candidates (artifact_sha256);
-CREATE TABLE samples (
-    number INTEGER PRIMARY KEY,
-    n INTEGER NOT NULL,
-    data BLOB NOT NULL
-);
-CREATE TABLE events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-CREATE INDEX events_kind ON events (kind);
-"""
-
-#: version reached -> DDL that upgrades from the previous version (1 creates the store).
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
 
 
 def store_path(study_dir: str | os.PathLike[str]) -> Path:
@@ -138,7 +82,7 @@ def file_revision(study_dir: str | os.PathLike[str]) -> tuple[int, ...]:
     return tuple(parts)
 
 
-class SQLiteStudyStore(StudyStore):
+class SQLiteStudyStore(SQLiteOpening, StudyStore):
     """A study store in ``STUDY/study.sqlite``; see the module docstring for the guarantees.
 
     Use :func:`gptuner_core.storage.open_store` rather than this class directly.
@@ -169,152 +113,13 @@ class SQLiteStudyStore(StudyStore):
         self._lock_fd: int | None = None
         self._conn: sqlite3.Connection | None = None
         sync = synchronous.upper()
-        if sync not in _SYNC_MODES:
-            msg = f"synchronous must be one of {list(_SYNC_MODES)} (got {synchronous!r})"
+        if sync not in SYNC_MODES:
+            msg = f"synchronous must be one of {list(SYNC_MODES)} (got {synchronous!r})"
             raise StoreError(msg)
         if readonly:
             self._conn = self._open_reader()
         else:
             self._conn = self._open_writer(sync)
-
-    # -- opening ---------------------------------------------------------------------------
-    def _open_reader(self) -> sqlite3.Connection:
-        if not self.path.is_file():
-            msg = f"no study found in '{self.study_dir}' (expected {self.path})"
-            raise StoreError(msg)
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        try:
-            conn = sqlite3.connect(
-                uri,
-                uri=True,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as exc:
-            msg = f"cannot open study store '{self.path}' read-only: {exc}"
-            raise StoreError(msg) from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            version = self._check_header(conn)
-            if version == 0:
-                msg = f"no study found in '{self.study_dir}' ({self.path} is empty: not initialised yet)"
-                raise StoreError(msg)
-            if version < SCHEMA_VERSION:
-                msg = (
-                    f"study store '{self.path}' has schema version {version}, older than this "
-                    f"gptuner's ({SCHEMA_VERSION}); open it once for writing (e.g. "
-                    "'gptuner tune --continue') to upgrade it"
-                )
-                raise StoreError(msg)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _open_writer(self, synchronous: str) -> sqlite3.Connection:
-        try:
-            self.study_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"cannot create study folder '{self.study_dir}': {exc}"
-            raise StoreError(msg) from exc
-        self._acquire_writer_lock()
-        try:
-            conn = sqlite3.connect(
-                str(self.path),
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as exc:
-            self._release_writer_lock()
-            msg = f"cannot open study store '{self.path}': {exc}"
-            raise StoreError(msg) from exc
-        try:
-            version = self._check_header(conn)
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                msg = f"cannot switch study store '{self.path}' to WAL mode (got journal_mode={mode})"
-                raise StoreError(msg)
-            conn.execute(f"PRAGMA synchronous = {synchronous}")
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            if version < SCHEMA_VERSION:
-                self._migrate(conn, version)
-        except sqlite3.Error as exc:
-            conn.close()
-            self._release_writer_lock()
-            msg = f"cannot initialise study store '{self.path}': {exc}"
-            raise StoreError(msg) from exc
-        except BaseException:
-            conn.close()
-            self._release_writer_lock()
-            raise
-        return conn
-
-    def _acquire_writer_lock(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - non-POSIX: rely on SQLite's own locking
-            return
-        lock_path = str(self.path) + LOCK_SUFFIX
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            msg = (
-                f"study '{self.study_dir}' is already open for writing (pid {holder}); "
-                "one tuner per study: stop it first or open the study read-only"
-            )
-            raise StoreError(msg) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
-
-    def _release_writer_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor drops the flock
-            self._lock_fd = None
-
-    def _check_header(self, conn: sqlite3.Connection) -> int:
-        """Return the schema version (0 = empty file); refuse foreign or newer stores."""
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            msg = f"'{self.path}' is not a readable gptuner study store: {exc}"
-            raise StoreError(msg) from exc
-        if version == 0 and n_tables == 0:
-            return 0
-        if app_id != APPLICATION_ID:
-            msg = (
-                f"'{self.path}' is an SQLite database but not a gptuner study store "
-                f"(application_id {app_id:#x}, expected {APPLICATION_ID:#x})"
-            )
-            raise StoreError(msg)
-        if version > SCHEMA_VERSION:
-            msg = (
-                f"study store '{self.path}' has schema version {version}, newer than this "
-                f"gptuner supports ({SCHEMA_VERSION}); upgrade gptuner to open it"
-            )
-            raise StoreError(msg)
-        return version
-
-    def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     # -- plumbing --------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:

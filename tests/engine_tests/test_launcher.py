@@ -80,6 +80,8 @@ class TestFreshChildren:
         assert (second["state"], second["preloaded_state"]) == ("initial", "initial")
 
     def test_the_callers_env_cwd_and_sys_path_reach_the_child(self, tmp_path, monkeypatch):
+        # how tests reach a worktree's gptuner_core; set here so it holds from a plain checkout too
+        monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH") or str(tmp_path / "extra"))
         plugins = tmp_path / "plugins"
         plugins.mkdir()
         (plugins / "launcher_probe_plugin.py").write_text("VALUE = 42\n")
@@ -93,7 +95,7 @@ class TestFreshChildren:
         spawned = _report(tmp_path, "spawned", "spawn", **job)
         assert forked["ppid"] == before != os.getpid() and spawned["ppid"] == os.getpid()
         expected = {k: os.environ.get(k) for k in keys}
-        assert expected["PYTHONPATH"]  # how tests reach this worktree's gptuner_core
+        assert expected["PYTHONPATH"]
         assert forked["env"] == spawned["env"] == expected  # the launcher's own BLAS setting is gone
         assert forked["cwd"] == spawned["cwd"] == str(tmp_path)
         assert forked["sys_path"] == sys.path
