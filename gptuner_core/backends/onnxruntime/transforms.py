@@ -46,6 +46,7 @@ _QUANT_KNOBS = (
     K.QUANT_REDUCE_RANGE,
     K.QUANT_CALIBRATION,
     K.QUANT_OP_TYPES,
+    K.QUANT_PREPROCESS,
 )
 
 
@@ -62,6 +63,7 @@ class TransformParams:
     op_types: str = "compute"
     excluded_nodes: tuple[str, ...] = ()
     fp16: bool = False
+    preprocess: bool = True
 
     @property
     def identity(self) -> bool:
@@ -121,6 +123,7 @@ def params_from_values(values: dict[str, str]) -> TransformParams:
         op_types=values.get(K.QUANT_OP_TYPES, "compute"),
         excluded_nodes=excluded,
         fp16=values.get(K.FP16, "off") == "on",
+        preprocess=values.get(K.QUANT_PREPROCESS, "on") == "on",
     )
 
 
@@ -212,12 +215,21 @@ def _reader(model: onnx.ModelProto, rows: dict[str, np.ndarray]):  # noqa: ANN20
 
 
 def _quantize(
-    src: Path, dst: Path, model: onnx.ModelProto, params: TransformParams, calibration: Any
+    src: Path, dst: Path, model: onnx.ModelProto, params: TransformParams, calibration: Any,
+    *, model_sha: str = "", cache_dir: Path | None = None,
 ) -> None:
     from onnxruntime import quantization as q
 
+    from gptuner_core.backends.onnxruntime import preprocess as P
+    from gptuner_core.backends.onnxruntime.model import iter_graphs
+
+    if params.preprocess and cache_dir is not None:
+        src = P.preprocessed(src, model_sha, cache_dir)
+        P.check_excluded_nodes(src, params.excluded_nodes)
     op_types = _OP_TYPES[params.op_types]
     weight = getattr(q.QuantType, _QTYPES[params.weight_type])
+    # nodes inside If/Loop bodies are insertion points too; ORT skips them unless asked
+    extra = {"EnableSubgraph": True} if sum(1 for _ in iter_graphs(model.graph)) > 1 else {}
     if params.mode == "dynamic":
         # quantize_dynamic first rewrites Gemm as MatMul + Add, renaming the node
         # '<name>_MatMul', so an exclusion by the original name alone would be ignored.
@@ -230,6 +242,7 @@ def _quantize(
             reduce_range=params.reduce_range,
             weight_type=weight,
             nodes_to_exclude=excluded,
+            extra_options=extra,
         )
         return
     rows = _check_calibration(model, calibration)
@@ -245,14 +258,16 @@ def _quantize(
         weight_type=weight,
         nodes_to_exclude=list(params.excluded_nodes),
         calibrate_method=getattr(q.CalibrationMethod, _CALIB[params.calibration]),
+        extra_options=extra,
     )
 
 
-def _fp16(model: onnx.ModelProto, dst: Path) -> None:
+def _fp16(model_path: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    converted = convert_float_to_float16(model, keep_io_types=True)
+    # by path: external data files are resolved beside the model
+    converted = convert_float_to_float16(onnx.load(str(model_path)), keep_io_types=True)
     onnx.save(converted, str(dst))
 
 
@@ -266,10 +281,13 @@ def _source_name(name: str) -> str:
 def quantized_nodes(transformed: onnx.ModelProto) -> tuple[str, ...]:
     """Original names of the nodes that run in integer: QDQ-wrapped Conv/MatMul/Gemm, or
     QLinear*/QGemm/*Integer nodes made by QOperator and dynamic quantization."""
-    producers = {o: n.op_type for n in transformed.graph.node for o in n.output}
-    inits = {i.name for i in transformed.graph.initializer}
+    from gptuner_core.backends.onnxruntime.model import iter_graphs
+    from gptuner_core.backends.onnxruntime.model import iter_nodes
+
+    producers = {o: n.op_type for n in iter_nodes(transformed) for o in n.output}
+    inits = {i.name for g in iter_graphs(transformed.graph) for i in g.initializer}
     names = []
-    for n in transformed.graph.node:
+    for n in iter_nodes(transformed):
         if n.op_type in ("Conv", "MatMul", "Gemm"):
             fed = [producers.get(i) for i in n.input[:2] if i and i not in inits]
             if "DequantizeLinear" in fed:
@@ -285,8 +303,10 @@ def quantized_nodes(transformed: onnx.ModelProto) -> tuple[str, ...]:
 
 
 def op_counts(model: onnx.ModelProto) -> dict[str, int]:
+    from gptuner_core.backends.onnxruntime.model import iter_nodes
+
     counts: dict[str, int] = {}
-    for n in model.graph.node:
+    for n in iter_nodes(model):
         counts[n.op_type] = counts.get(n.op_type, 0) + 1
     return dict(sorted(counts.items()))
 
@@ -324,9 +344,12 @@ def apply_transform(
     t0 = time.perf_counter()
     try:
         if params.fp16:
-            _fp16(model, tmp)
+            _fp16(model_path, tmp)
         else:
-            _quantize(model_path, tmp, model, params, calibration)
+            _quantize(
+                model_path, tmp, model, params, calibration, model_sha=model_sha,
+                cache_dir=cache_dir,
+            )
     except BackendError:
         tmp.unlink(missing_ok=True)
         raise
