@@ -258,3 +258,44 @@ def test_model_files_default_is_the_model(tmp_path: Path) -> None:
     p.write_bytes(b"x")
     assert Backend.model_files(None, p) == [p]  # type: ignore[arg-type]
     assert os.fspath(p)
+
+
+def stateful_model(path: Path) -> Path:
+    """silero-like: x [B, 8], state [2, B, 8] (batch on axis 1), sr int64 scalar."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "W")
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["xw"], name="mm"),
+        helper.make_node("Gather", ["state", "zero"], ["s0"], axis=0),
+        helper.make_node("Add", ["xw", "s0"], ["a"]),
+        helper.make_node("Cast", ["sr"], ["srf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["a", "srf"], ["y"]),
+        helper.make_node("Identity", ["state"], ["stateN"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "stateful",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 8]),
+         helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, None, 8]),
+         helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8]),
+         helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, None, 8])],
+        initializer=[w, zero],
+    )
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def test_static_calibration_slices_state_along_its_batch_axis(
+    backend: OnnxRuntimeBackend, tmp_path: Path
+) -> None:
+    """Calibration of a stateful model: state is sliced on axis 1 and sr fed whole."""
+    from gptuner_core.dataset import synthesize as synth
+    from gptuner_core.shapes import input_specs as resolve
+    from gptuner_core.shapes import parse_value_ranges
+
+    model = stateful_model(tmp_path / "s.onnx")
+    specs = resolve(backend.input_specs(model), value_ranges=parse_value_ranges("sr:1"))
+    calib = synth(specs, 40).calibration(40)
+    assert calib["state"].shape == (2, 40, 8) and calib["sr"].shape == ()
+    result = backend.build(model, Route.parse("-quant:mode=qdq"), tmp_path / "w", calibration=calib)
+    assert result.info["quantized_nodes"] == ["mm"]

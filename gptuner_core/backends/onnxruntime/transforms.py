@@ -25,6 +25,11 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.backends.onnxruntime import knobs as K
+from gptuner_core.backends.onnxruntime.calibration import CALIBRATION_CHUNK  # noqa: F401 - re-export
+from gptuner_core.backends.onnxruntime.calibration import MAX_CALIBRATION_ROWS  # noqa: F401
+from gptuner_core.backends.onnxruntime.calibration import calibration_sha
+from gptuner_core.backends.onnxruntime.calibration import check_calibration
+from gptuner_core.backends.onnxruntime.calibration import reader
 from gptuner_core.errors import BackendError
 
 
@@ -32,9 +37,6 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
-#: rows of calibration data used at most (ORT's MinMax/Entropy cost grows with it).
-MAX_CALIBRATION_ROWS = 128
-CALIBRATION_CHUNK = 16
 
 _OP_TYPES = {"compute": ["Conv", "MatMul", "Gemm"], "gemm": ["MatMul", "Gemm"], "all": None}
 _QTYPES = {"uint8": "QUInt8", "int8": "QInt8", "uint16": "QUInt16", "int4": "QInt4"}
@@ -139,17 +141,6 @@ class TransformOutcome:
     op_counts: dict[str, int] = field(default_factory=dict)
 
 
-def calibration_sha(calibration: dict[str, np.ndarray] | None) -> str:
-    import numpy as np
-
-    h = hashlib.sha256()
-    for name in sorted(calibration or {}):
-        arr = np.ascontiguousarray(calibration[name][:MAX_CALIBRATION_ROWS])
-        h.update(f"{name}|{arr.dtype}|{arr.shape}|".encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
-
-
 def cache_key(model_sha: str, params: TransformParams, calib_sha: str) -> str:
     text = json.dumps(
         {
@@ -160,58 +151,6 @@ def cache_key(model_sha: str, params: TransformParams, calib_sha: str) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _check_calibration(
-    model: onnx.ModelProto, calibration: dict[str, np.ndarray] | None
-) -> dict[str, np.ndarray]:
-    import numpy as np
-
-    from gptuner_core.backends.onnxruntime.model import graph_inputs
-
-    names = [i.name for i in graph_inputs(model)]
-    if not calibration:
-        msg = (
-            f"static quantization needs calibration inputs named {names} "
-            "(got none: pass the study's calibration/reference dataset)"
-        )
-        raise BackendError(msg)
-    missing = [n for n in names if n not in calibration]
-    if missing:
-        msg = (
-            f"calibration inputs do not match the model: missing {missing} "
-            f"(expected {names}, got {sorted(calibration)})"
-        )
-        raise BackendError(msg)
-    rows = {n: np.asarray(calibration[n])[:MAX_CALIBRATION_ROWS] for n in names}
-    counts = {n: a.shape[0] if a.ndim else 0 for n, a in rows.items()}
-    if len(set(counts.values())) != 1 or 0 in counts.values():
-        msg = f"calibration inputs need the same non-zero number of rows per input (got {counts})"
-        raise BackendError(msg)
-    return rows
-
-
-def _reader(model: onnx.ModelProto, rows: dict[str, np.ndarray]):  # noqa: ANN202
-    from onnxruntime.quantization import CalibrationDataReader
-
-    from gptuner_core.backends.onnxruntime.model import input_specs
-
-    fixed_batch = any(
-        s.shape and isinstance(s.shape[0], int) for s in input_specs(model) if s.name in rows
-    )
-    step = 1 if fixed_batch else CALIBRATION_CHUNK
-    n = next(iter(rows.values())).shape[0]
-
-    class _Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(
-                [{k: v[i : i + step] for k, v in rows.items()} for i in range(0, n, step)]
-            )
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self._it, None)
-
-    return _Reader()
 
 
 def _quantize(
@@ -245,11 +184,11 @@ def _quantize(
             extra_options=extra,
         )
         return
-    rows = _check_calibration(model, calibration)
+    rows, axes = check_calibration(model, calibration)
     q.quantize_static(
         src,
         dst,
-        _reader(model, rows),
+        reader(model, rows, axes),
         quant_format=q.QuantFormat.QDQ if params.mode == "qdq" else q.QuantFormat.QOperator,
         op_types_to_quantize=op_types,
         per_channel=params.per_channel,
