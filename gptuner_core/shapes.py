@@ -29,6 +29,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
 
+from gptuner_core.batching import iter_batches
+from gptuner_core.batching import rows_of
+from gptuner_core.batching import stack_outputs
+from gptuner_core.batching import take
 from gptuner_core.errors import DatasetError
 
 
@@ -36,8 +40,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from collections.abc import Mapping
     from collections.abc import Sequence
-
-    import numpy as np
 
     from gptuner_core.backends._base import TensorSpec
 
@@ -324,41 +326,6 @@ def _fmt(shape: Sequence[Dim]) -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
-# -- slicing along batch axes ---------------------------------------------------------------
-def rows_of(inputs: Mapping[str, np.ndarray], batch_axes: Mapping[str, int | None]) -> int:
-    """Rows along the batch axes (inputs missing from ``batch_axes`` count along axis 0)."""
-    for name, arr in inputs.items():
-        axis = batch_axes.get(name, 0)
-        if axis is not None:
-            return int(arr.shape[axis])
-    return 1
-
-
-def take(
-    inputs: Mapping[str, np.ndarray], batch_axes: Mapping[str, int | None], index: Any
-) -> dict[str, np.ndarray]:
-    """Rows ``index`` (a slice or an index array) of every batched input; fixed inputs whole."""
-    out = {}
-    for name, arr in inputs.items():
-        axis = batch_axes.get(name, 0)
-        if axis is None:
-            out[name] = arr
-        else:
-            key = (slice(None),) * axis + (index,)
-            out[name] = arr[key]
-    return out
-
-
-def iter_batches(
-    inputs: Mapping[str, np.ndarray], batch_size: int, batch_axes: Mapping[str, int | None]
-) -> Iterator[dict[str, np.ndarray]]:
-    """Feeds of ``batch_size`` rows along each input's batch axis (views); fixed inputs whole.
-    The engine's child uses this in place of slicing axis 0."""
-    n = rows_of(inputs, batch_axes)
-    for start in range(0, n, batch_size):
-        yield take(inputs, batch_axes, slice(start, start + batch_size))
-
-
 __all__ = [
     "InputSpec",
     "ShapeSpec",
@@ -372,5 +339,6 @@ __all__ = [
     "parse_shapes",
     "parse_value_ranges",
     "rows_of",
+    "stack_outputs",
     "take",
 ]

@@ -75,3 +75,19 @@ class TestDefaults:
             input_specs([spec], shapes={"x": (1, 4, 48, 192)})
         with pytest.raises(DatasetError, match="rank 2"):
             input_specs([spec], shapes={"x": (1, 4)})
+
+
+def test_stack_outputs_along_each_outputs_batch_axis() -> None:
+    """Per-batch outputs are joined along the axis that holds the rows (stateN: axis 1)."""
+    import numpy as np
+
+    from gptuner_core.shapes import stack_outputs
+
+    batches = [
+        {"output": np.zeros((4, 1)), "stateN": np.zeros((2, 4, 128)), "k": np.ones(3)},
+        {"output": np.ones((2, 1)), "stateN": np.ones((2, 2, 128)), "k": np.ones(3)},
+    ]
+    out = stack_outputs(batches, [4, 2])
+    assert out["output"].shape == (6, 1) and out["stateN"].shape == (2, 6, 128)
+    assert out["stateN"][:, 4:].min() == 1.0
+    assert out["k"].shape == (2, 3)  # no row axis: one entry per batch
