@@ -125,7 +125,7 @@ def ocr(cache: Path, models: Path, data: Path) -> list[dict[str, Any]]:
     np.savez(data / "ocr_rec_words.npz", x=np.stack(xs), labels=lab)
     # det: a few words placed on a 160x320 page; the mask covers each word's box
     pages, masks = [], []
-    for p in range(8):
+    for _ in range(8):
         page = Image.new("L", (320, 160), 255)
         mask = np.zeros((160, 320), np.uint8)
         for line in range(2):

@@ -118,6 +118,15 @@ class TestExternalData:
         data.write_bytes(bytes(raw))
         assert fingerprint.model_sha256(files) != before
         assert fingerprint.model_sha256([MLP]) == fingerprint.file_sha256(MLP)  # one file: unchanged
+        db = backend.describe(model)
+        specs = backend.input_specs(model)
+        first = fingerprint.compute(model=str(model), backend_name="onnxruntime", backend=backend,
+                                    db=db, specs=specs)["model_sha256"]
+        raw[200] ^= 0xFF
+        data.write_bytes(bytes(raw))
+        again = fingerprint.compute(model=str(model), backend_name="onnxruntime", backend=backend,
+                                    db=db, specs=specs)["model_sha256"]
+        assert first != again
 
     def test_copy_keeps_the_data_file(self, backend: OnnxRuntimeBackend, tmp_path: Path) -> None:
         """A model copy carries its data file and still loads."""
@@ -299,3 +308,11 @@ def test_static_calibration_slices_state_along_its_batch_axis(
     assert calib["state"].shape == (2, 40, 8) and calib["sr"].shape == ()
     result = backend.build(model, Route.parse("-quant:mode=qdq"), tmp_path / "w", calibration=calib)
     assert result.info["quantized_nodes"] == ["mm"]
+
+
+def test_static_quantization_of_if_branches_says_why(backend: OnnxRuntimeBackend, tmp_path: Path) -> None:
+    """ORT's static quantizers skip subgraphs: the failure names the cause and dynamic mode."""
+    model = if_model(tmp_path / "if.onnx")
+    calib = {"x": np.ones((4, 8), np.float32), "sr": np.array(16000, np.int64)}
+    with pytest.raises(BackendError, match=r"inside If/Loop subgraphs.*use -quant:mode=dynamic"):
+        backend.build(model, Route.parse("-quant:mode=qdq"), tmp_path / "w", calibration=calib)

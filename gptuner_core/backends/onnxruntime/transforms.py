@@ -250,6 +250,21 @@ def op_counts(model: onnx.ModelProto) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _subgraph_hint(model: onnx.ModelProto, params: TransformParams) -> str:
+    """Why static quantization fails on models whose compute sits in If/Loop subgraphs."""
+    from gptuner_core.backends.onnxruntime.model import COMPUTE_OP_TYPES
+
+    if not params.static:
+        return ""
+    top = {n.op_type for n in model.graph.node}
+    if top & set(COMPUTE_OP_TYPES) or not top & {"If", "Loop", "Scan"}:
+        return ""
+    return (
+        "; the model's Conv/MatMul/Gemm nodes are all inside If/Loop subgraphs, which ONNX "
+        "Runtime's static (QDQ/QOperator) quantizer does not handle: use -quant:mode=dynamic"
+    )
+
+
 def apply_transform(
     model_path: Path,
     model: onnx.ModelProto,
@@ -297,7 +312,7 @@ def apply_transform(
         first = (str(exc).strip().splitlines() or [""])[0][:400]
         what = "fp16 conversion" if params.fp16 else f"{params.mode} quantization"
         msg = f"{what} failed ({type(exc).__name__}: {first}) with parameters {params.to_json()}"
-        raise BackendError(msg) from None
+        raise BackendError(msg + _subgraph_hint(model, params)) from None
     seconds = time.perf_counter() - t0
     transformed = onnx.load(str(tmp), load_external_data=False)
     outcome = TransformOutcome(
@@ -314,7 +329,7 @@ def apply_transform(
             f"{params.mode} quantization quantized no node (op types {params.op_types}, "
             f"excluded {list(params.excluded_nodes)}): expected at least one Q/DQ insertion point"
         )
-        raise BackendError(msg)
+        raise BackendError(msg + _subgraph_hint(model, params))
     os.replace(tmp, dst)
     tmp_meta = meta_path.with_suffix(f".{os.getpid()}.tmp")
     tmp_meta.write_text(
