@@ -9,8 +9,8 @@ the model's fixed dimensions. An optional ``labels`` array (one entry per row: i
 or one-hot rows) feeds task metrics such as top-1. If the model itself has an input named
 ``labels``, that array is the input and the dataset has no labels.
 
-Files are read with ``allow_pickle=False``: arrays of Python objects are refused, never unpickled.
-Arrays are cast to the model's dtype only when that keeps their meaning (:mod:`.dtypes`).
+Files are read with ``allow_pickle=False`` (objects refused, never unpickled); arrays are cast to
+the model's dtype only when that keeps their meaning (:mod:`gptuner_core.dtypes`).
 
 Synthetic inputs (:func:`synthesize`) serve models without a dataset: per input, values from its
 :class:`~gptuner_core.shapes.ValueRange` when given (token ids within the vocabulary, a sample
@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from gptuner_core.batching import iter_batches
+from gptuner_core.batching import take
 from gptuner_core.dtypes import cast
 from gptuner_core.dtypes import numpy_dtype
 from gptuner_core.errors import DatasetError
 from gptuner_core.npz import read_npz
 from gptuner_core.shapes import InputSpec
 from gptuner_core.shapes import input_specs
-from gptuner_core.shapes import iter_batches
-from gptuner_core.shapes import take
 
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ DEFAULT_INT_HIGH = 10
 
 
 def _check_count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         msg = f"{what} must be an int >= 1 (got {value!r})"
         raise DatasetError(msg)
     return int(value)
@@ -130,13 +130,11 @@ class Dataset:
             elif arr.dtype.kind in "iu" and arr.size:
                 text += f" ints in [{arr.min()}, {arr.max()}]"
             parts.append(text)
-        what = (
-            f"synthetic inputs ({self.source}; no dataset, so accuracy is agreement with the "
-            "default route only, and random values may be invalid for the model: give a "
-            "dataset, or shapes and value ranges)"
-            if self.synthetic
-            else f"dataset '{self.source}' ({self.n_rows} rows)"
-        )
+        what = f"dataset '{self.source}' ({self.n_rows} rows)"
+        if self.synthetic:
+            what = (f"synthetic inputs ({self.source}; no dataset, so accuracy is agreement with "
+                    "the default route only, and random values may be invalid for the model: "
+                    "give a dataset, or shapes and value ranges)")
         return f"{what}: " + "; ".join(parts)
 
 
@@ -266,9 +264,7 @@ def validate_batch_size(
     ``dataset``) one larger than the dataset's rows."""
     for spec in input_specs(specs):
         axis = spec.batch_axis
-        if axis is None:
-            continue
-        want = spec.shape[axis]
+        want = None if axis is None else spec.shape[axis]
         if isinstance(want, int) and want > 0 and want != batch_size:
             where = "first dimension" if axis == 0 else f"batch dimension (axis {axis})"
             msg = (
@@ -371,11 +367,30 @@ def synthesize(
     return from_arrays(arrays, resolved, source=source, synthetic=True)
 
 
+def feed_at_shapes(
+    specs: Sequence[TensorSpec | InputSpec],
+    shapes: Mapping[str, tuple[int, ...]],
+    *,
+    value_ranges: Mapping[str, Any] | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """One synthetic feed at exactly ``shapes`` (every input named): the feed a study measures
+    latency on for one entry of ``--shapes``/``--optShapes``, e.g. each shape of several."""
+    missing = [s.name for s in specs if s.name not in shapes]
+    if missing:
+        msg = f"no shape given for input(s) {missing} (shapes given: {dict(shapes)})"
+        raise DatasetError(msg)
+    resolved = input_specs(specs, shapes=shapes, value_ranges=value_ranges)
+    rows = next((s.shape_override[s.batch_axis] for s in resolved if s.batch_axis is not None), 1)
+    return dict(synthesize(resolved, max(int(rows), 1), seed).inputs)
+
+
 __all__ = [
     "DEFAULT_DYNAMIC_DIM",
     "DEFAULT_INT_HIGH",
     "LABELS_KEY",
     "Dataset",
+    "feed_at_shapes",
     "from_arrays",
     "load_dataset",
     "numpy_dtype",

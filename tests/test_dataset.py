@@ -387,3 +387,19 @@ class TestBatchSizeBeyondDataset:
         with pytest.raises(DatasetError, match=r"batch size 16 is larger than dataset '.*data.npz' \(10 rows\)"):
             validate_batch_size(SPECS, 16, dataset=ds)
         validate_batch_size(SPECS, 10, dataset=ds)
+
+
+def test_feed_at_given_shapes() -> None:
+    """A latency feed at exactly the shapes of one profile entry (several shapes per study)."""
+    from gptuner_core.dataset import feed_at_shapes
+    from gptuner_core.shapes import parse_shapes
+    from gptuner_core.shapes import parse_value_ranges
+
+    feed = feed_at_shapes(
+        [IDS, MASK], parse_shapes("input_ids:4x128,mask:4x128"),
+        value_ranges=parse_value_ranges("input_ids:0..30522"),
+    )
+    assert feed["input_ids"].shape == (4, 128) and feed["mask"].shape == (4, 128)
+    assert feed["input_ids"].max() > 10
+    with pytest.raises(DatasetError, match=r"no shape given for input\(s\) \['mask'\]"):
+        feed_at_shapes([IDS, MASK], parse_shapes("input_ids:4x128"))
