@@ -181,6 +181,12 @@ class Backend(abc.ABC):
         """
         return None
 
+    def planned_identity(self, model: Path, route: Route) -> str | None:
+        """A key of the configuration ``route`` will build, computed *before* building (cheap,
+        parent side), or ``None`` when the backend cannot tell. Two routes with the same key
+        build the same artifact, so the engine can skip the second without building it."""
+        return None
+
     def repro(self, model: Path, route: Route) -> dict[str, str]:
         """Commands that reproduce this candidate outside gptuner, keyed by kind ("shell", ...)."""
         return {}

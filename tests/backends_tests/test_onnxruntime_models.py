@@ -316,3 +316,11 @@ def test_static_quantization_of_if_branches_says_why(backend: OnnxRuntimeBackend
     calib = {"x": np.ones((4, 8), np.float32), "sr": np.array(16000, np.int64)}
     with pytest.raises(BackendError, match=r"inside If/Loop subgraphs.*use -quant:mode=dynamic"):
         backend.build(model, Route.parse("-quant:mode=qdq"), tmp_path / "w", calibration=calib)
+
+
+def test_planned_identity_skips_equal_routes_before_building(backend: OnnxRuntimeBackend) -> None:
+    """Routes that normalize to the default's configuration share a planned identity."""
+    default = backend.planned_identity(CNN, Route.parse(""))
+    assert backend.planned_identity(CNN, Route.parse("-ort:inter_op_num_threads=2")) == default
+    assert backend.planned_identity(CNN, Route.parse("-quant:per_channel=on")) == default
+    assert backend.planned_identity(CNN, Route.parse("-ort:intra_op_num_threads=1")) != default

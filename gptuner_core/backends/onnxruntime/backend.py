@@ -123,6 +123,14 @@ class OnnxRuntimeBackend(Backend):
         """The ``.onnx`` file and its external data files (fingerprint, model copies)."""
         return M.model_files(model)
 
+    def planned_identity(self, model: Path, route: Route) -> str | None:
+        """Hash of every knob's normalized value (inputs to the transform and the session)."""
+        import hashlib
+
+        _, _, values, _ = self.plan(model, route)
+        blob = json.dumps(dict(sorted(values.items())), sort_keys=True).encode()
+        return "ort-plan:" + hashlib.sha256(blob).hexdigest()
+
     def artifact_identity(self, build: BuildResult) -> str | None:
         """Canonical hash of the optimized model + session options (see ``identity``)."""
         from gptuner_core.backends.onnxruntime.identity import artifact_identity
