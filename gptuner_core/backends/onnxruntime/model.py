@@ -152,17 +152,29 @@ def model_files(path: Path | str) -> list[Path]:
     return [p, *external_data_files(p)]
 
 
+def type_text(tp: onnx.TypeProto) -> str:
+    """``tensor(float)``, ``seq(map(int64,tensor(float)))``, ``optional(...)``."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        return f"tensor({_ELEM_TYPES.get(tp.tensor_type.elem_type, tp.tensor_type.elem_type)})"
+    if kind == "sequence_type":
+        return f"seq({type_text(tp.sequence_type.elem_type)})"
+    if kind == "map_type":
+        key = _ELEM_TYPES.get(tp.map_type.key_type, tp.map_type.key_type)
+        return f"map({key},{type_text(tp.map_type.value_type)})"
+    if kind == "optional_type":
+        return f"optional({type_text(tp.optional_type.elem_type)})"
+    return str(kind)
+
+
 def check_outputs(model: onnx.ModelProto, where: str) -> None:
     """Refuse outputs that are not tensors (ZipMap's sequence of maps, sequences, optionals)."""
     for out in model.graph.output:
         kind = out.type.WhichOneof("value")
         if kind != "tensor_type":
-            import onnx
-
-            type_text = onnx.helper.printable_type(out.type).strip()
             msg = (
                 f"model '{where}': output '{out.name}' has an unsupported output type "
-                f"{kind} ({type_text}); gptuner compares tensor outputs only (expected "
+                f"{type_text(out.type)}; gptuner compares tensor outputs only (expected "
                 "tensor(...); sklearn models: convert with skl2onnx options={id(model): "
                 "{'zipmap': False}} so the probabilities are a tensor)"
             )
