@@ -324,3 +324,4 @@ def test_planned_identity_skips_equal_routes_before_building(backend: OnnxRuntim
     assert backend.planned_identity(CNN, Route.parse("-ort:inter_op_num_threads=2")) == default
     assert backend.planned_identity(CNN, Route.parse("-quant:per_channel=on")) == default
     assert backend.planned_identity(CNN, Route.parse("-ort:intra_op_num_threads=1")) != default
+

@@ -14,7 +14,9 @@ The knob ``-quant:preprocess=off`` quantizes the model as exported.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +24,18 @@ from gptuner_core.errors import BackendError
 
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from collections.abc import Sequence
+
+
+@contextlib.contextmanager
+def _cwd(path: Path) -> Iterator[None]:
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
 
 
 def preprocessed(model_path: Path, model_sha: str, cache_dir: Path) -> Path:
@@ -37,7 +50,12 @@ def preprocessed(model_path: Path, model_sha: str, cache_dir: Path) -> Path:
     errors = []
     for skip_symbolic in (False, True):
         try:
-            quant_pre_process(str(model_path), str(tmp), skip_symbolic_shape=skip_symbolic)
+            # ORT writes 'sym_shape_infer_temp.onnx' into the working directory when symbolic
+            # shape inference is incomplete: run it from a scratch directory
+            with tempfile.TemporaryDirectory(dir=cache_dir) as scratch, _cwd(Path(scratch)):
+                quant_pre_process(
+                    str(model_path.resolve()), str(tmp.resolve()), skip_symbolic_shape=skip_symbolic
+                )
         except Exception as exc:  # noqa: BLE001 - reported below
             tmp.unlink(missing_ok=True)
             errors.append(f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}")
