@@ -451,6 +451,8 @@ class TestPerOutputGate:
         assert result.losses["last_hidden_state"] == pytest.approx(5.0)
         with pytest.raises(ConfigError, match=r"output\(s\) \['embedding'\] .* not model outputs"):
             AccuracySettings(epsilon=1.0, outputs=("embedding",)).check_outputs(list(self.GOLDEN))
+        with pytest.raises(ConfigError, match=r"\['embedding'\] are not model outputs"):
+            evaluate(self.GOLDEN, self.GOLDEN, None, AccuracySettings(epsilon=1.0, outputs=("embedding",)), None)
 
     def test_settings_round_trip(self) -> None:
         s = AccuracySettings(

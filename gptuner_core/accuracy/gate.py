@@ -220,6 +220,7 @@ def evaluate(
     Returns ``(AccuracyResult, passed, reason)``; ``reason`` explains every failure (structural
     problems such as a shape mismatch included) and is "" when the route passes.
     """
+    settings.check_outputs(list(golden))  # a gated name that is no output would gate nothing
     compared = compare_outputs(outputs, golden, settings.metric, atol=settings.atol, rtol=settings.rtol)
     task_value = None
     if settings.task_metric is not None:
