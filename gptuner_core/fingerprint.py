@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import shutil
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,8 @@ from gptuner_core.errors import StoreMismatchError
 
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gptuner_core.backends import Backend
     from gptuner_core.backends import TensorSpec
     from gptuner_core.knobs import KnobDatabase
@@ -58,6 +61,56 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def model_sha256(files: Sequence[str | Path], chunk: int = 1 << 20) -> str:
+    """sha256 of a model made of several files (an ``.onnx`` plus its external data).
+
+    One file hashes exactly as :func:`file_sha256` (so single-file studies keep their
+    fingerprint); several files hash each one's name (relative to the first file's folder) and
+    bytes, in the order given, so a change in a data file changes the model's hash.
+    """
+    paths = [Path(f) for f in files]
+    if len(paths) == 1:
+        return file_sha256(paths[0], chunk)
+    base = paths[0].parent
+    h = hashlib.sha256()
+    for f in paths:
+        try:
+            name = str(f.relative_to(base))
+        except ValueError:
+            name = f.name
+        h.update(name.encode() + b"\0" + file_sha256(f, chunk).encode() + b"\0")
+    return h.hexdigest()
+
+
+def copy_model(files: Sequence[str | Path], dest_dir: str | Path) -> Path:
+    """Copy a model and its data files into ``dest_dir``, keeping their relative layout (ONNX
+    external data locations are relative to the model file); returns the copied model's path."""
+    paths = [Path(f) for f in files]
+    if not paths:
+        msg = "copy_model needs at least the model file"
+        raise ValueError(msg)
+    dest = Path(dest_dir)
+    base = paths[0].parent
+    for f in paths:
+        try:
+            rel = f.relative_to(base)
+        except ValueError:
+            rel = Path(f.name)
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, target)
+    return dest / paths[0].name
+
+
+def model_files(backend: Backend, model: str | Path) -> list[Path]:
+    """The files a model is made of, as its backend says (just the model when it has no say)."""
+    lister = getattr(backend, "model_files", None)
+    p = Path(model)
+    if callable(lister) and p.is_file():
+        return [Path(f) for f in lister(p)]
+    return [p]
+
+
 def compute(
     *,
     model: str,
@@ -69,7 +122,9 @@ def compute(
     env = {k: str(v) for k, v in backend.environment().items()}
     model_path = Path(model)
     return {
-        "model_sha256": file_sha256(model_path) if model_path.exists() else model,
+        "model_sha256": (
+            model_sha256(model_files(backend, model_path)) if model_path.exists() else model
+        ),
         "inputs": [f"{s.name}:{s.dtype}:{list(s.shape)}" for s in specs],
         "backend": backend_name,
         "backend_version": env.pop("backend_version", ""),

@@ -418,3 +418,100 @@ class TestRerank:
             rerank([_rec(0, CandidateState.COMPLETE, {"y": 0.0})], AccuracySettings(metric="l0"), None)
         with pytest.raises(ConfigError, match="stored losses use metric"):
             check(AccuracyResult(metric="cos", losses={}), AccuracySettings(metric="l1"), None)
+
+
+# -- the gate aimed where users need it ------------------------------------------------------
+class TestPerOutputGate:
+    """Outputs to gate, ε per output, an explicit no-gate, task metrics with golden outputs."""
+
+    GOLDEN = {"sentence_embedding": np.ones(8), "last_hidden_state": np.ones((4, 8))}
+
+    def moved(self, emb: float, hidden: float) -> dict[str, np.ndarray]:
+        return {
+            "sentence_embedding": np.ones(8) + emb,
+            "last_hidden_state": np.ones((4, 8)) + hidden,
+        }
+
+    def test_epsilon_per_output_with_default(self) -> None:
+        """The embedding's own ε gates it; the default ε gates the rest."""
+        settings = AccuracySettings(
+            metric="lInf", epsilon=0.5, output_epsilons={"sentence_embedding": 1e-3}
+        )
+        _, passed, reason = evaluate(self.moved(1e-4, 0.1), self.GOLDEN, None, settings, None)
+        assert passed, reason
+        _, passed, reason = evaluate(self.moved(2e-3, 0.1), self.GOLDEN, None, settings, None)
+        assert not passed
+        assert reason == "output 'sentence_embedding' lInf loss 0.002 >= epsilon 0.001"
+
+    def test_only_chosen_outputs_are_gated(self) -> None:
+        """last_hidden_state may move when only sentence_embedding is gated; losses are kept."""
+        settings = AccuracySettings(metric="lInf", epsilon=1e-3, outputs=("sentence_embedding",))
+        result, passed, reason = evaluate(self.moved(1e-4, 5.0), self.GOLDEN, None, settings, None)
+        assert passed, reason
+        assert result.losses["last_hidden_state"] == pytest.approx(5.0)
+        with pytest.raises(ConfigError, match=r"output\(s\) \['embedding'\] .* not model outputs"):
+            AccuracySettings(epsilon=1.0, outputs=("embedding",)).check_outputs(list(self.GOLDEN))
+        with pytest.raises(ConfigError, match=r"\['embedding'\] are not model outputs"):
+            evaluate(self.GOLDEN, self.GOLDEN, None, AccuracySettings(epsilon=1.0, outputs=("embedding",)), None)
+
+    def test_settings_round_trip(self) -> None:
+        s = AccuracySettings(
+            epsilon=0.1, outputs=("a",), output_epsilons={"a": 0.01}, task_output="p"
+        )
+        assert AccuracySettings.from_json(s.to_json()) == s
+        assert s.epsilon_for("a") == 0.01 and s.epsilon_for("b") == 0.1
+
+    def test_no_gate_only_when_asked(self) -> None:
+        """Without ε or a task-metric drop the gate refuses, unless no_gate=True (then a warning)."""
+        from gptuner_core.accuracy import gate_warning
+        from gptuner_core.accuracy import require_gate
+
+        with pytest.raises(ConfigError, match=r"no accuracy gate: .*--epsilon.*--no-gate"):
+            require_gate(AccuracySettings())
+        require_gate(AccuracySettings(epsilon=0.1))
+        require_gate(AccuracySettings(task_metric="top1", max_task_drop=0.01))
+        ungated = AccuracySettings(no_gate=True)
+        require_gate(ungated)
+        assert gate_warning(ungated).startswith("warning: no accuracy gate")
+        assert gate_warning(AccuracySettings(epsilon=0.1)) == ""
+
+    def test_task_metric_receives_golden(self, tmp_path: Path) -> None:
+        """A metric taking (outputs, labels, golden) gets the golden outputs (cosine fidelity)."""
+        metric = tmp_path / "fidelity.py"
+        metric.write_text(textwrap.dedent('''
+            import numpy as np
+            def cosine(outputs, labels, golden):
+                a, b = outputs["sentence_embedding"], golden["sentence_embedding"]
+                return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+        '''))
+        spec = f"{metric}:cosine"
+        settings = AccuracySettings(task_metric=spec, max_task_drop=0.01)
+        result, passed, _ = evaluate(self.moved(0.0, 0.0), self.GOLDEN, None, settings, 1.0)
+        assert passed and result.task_metric == pytest.approx(1.0)
+        flipped = {"sentence_embedding": -np.ones(8), "last_hidden_state": np.ones((4, 8))}
+        result, passed, _ = evaluate(flipped, self.GOLDEN, None, settings, 1.0)
+        assert not passed and result.task_metric == pytest.approx(-1.0)
+        assert task_metric_value(spec, self.GOLDEN, None, golden=self.GOLDEN) == pytest.approx(1.0)
+
+
+class TestTaskOutput:
+    """top1 on sklearn-style outputs: label (int64, (N,)) first, probabilities (N, C) second."""
+
+    OUTS = {
+        "label": np.array([0, 1, 1, 0], dtype=np.int64),
+        "probabilities": np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]], np.float32),
+    }
+    LABELS = np.array([0, 1, 1, 0])
+
+    def test_auto_picks_the_scores_not_the_labels(self) -> None:
+        """Without task_output, top1 uses the (N, C) scores: 3 of 4 right (row 2 wrong)."""
+        assert top1(self.OUTS, self.LABELS) == pytest.approx(0.75)
+
+    def test_integer_label_output_compared_directly(self) -> None:
+        """task_output='label' compares predicted labels to labels (no argmax over one value)."""
+        assert top1(self.OUTS, self.LABELS, "label") == pytest.approx(1.0)
+
+    def test_task_output_in_settings(self) -> None:
+        settings = AccuracySettings(task_metric="top1", task_output="probabilities", epsilon=1.0)
+        result, _, _ = evaluate(self.OUTS, self.OUTS, self.LABELS, settings, None)
+        assert result.task_metric == pytest.approx(0.75)

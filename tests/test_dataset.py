@@ -89,7 +89,7 @@ class TestLoad:
         calib = ds.calibration(4)
         np.testing.assert_array_equal(calib["input_ids"], ds.inputs["input_ids"][[0, 3, 6, 9]])
         assert ds.calibration(100)["image"].shape[0] == 10
-        with pytest.raises(DatasetError, match="has 10 row\\(s\\); batch size 11 needs at least 11"):
+        with pytest.raises(DatasetError, match="batch size 11 is larger than dataset .*\\(10 rows\\)"):
             ds.head(11)
         with pytest.raises(DatasetError, match="batch size must be an int >= 1 \\(got 0\\)"):
             list(ds.batches(0))
@@ -137,7 +137,7 @@ class TestValidation:
 
     def test_row_count_and_symbolic_dims(self) -> None:
         """Inputs need equal rows; a symbolic dimension needs one size across inputs."""
-        with pytest.raises(DatasetError, match="input 'mask' has 3 row\\(s\\), input 'input_ids' has 2"):
+        with pytest.raises(DatasetError, match="input 'mask' has 3 row\\(s\\) along axis 0, input 'input_ids' has 2"):
             from_arrays({"input_ids": np.zeros((2, 5), int), "mask": np.zeros((3, 5), bool)}, [IDS, MASK])
         with pytest.raises(DatasetError, match="dimension 'seq' is 5 in input 'input_ids' but 6 in input 'mask' \\(axis 1\\)"):
             from_arrays({"input_ids": np.zeros((2, 5), int), "mask": np.zeros((2, 6), bool)}, [IDS, MASK])
@@ -297,3 +297,109 @@ def test_numpy_dtype_names() -> None:
     assert numpy_dtype("bool") == np.bool_
     assert numpy_dtype("string") is None
     assert numpy_dtype("tensor(string)") is None
+
+
+# -- real models' inputs: per-input batch axes, fixed inputs, shapes, value ranges ------------
+SILERO = [
+    TensorSpec(name="input", dtype="float32", shape=(None, None)),
+    TensorSpec(name="state", dtype="float32", shape=(2, None, 128)),
+    TensorSpec(name="sr", dtype="int64", shape=()),
+]
+
+
+class TestPerInputBatchAxes:
+    """silero VAD: state [2, B, 128] is batched along axis 1, sr is an int64 scalar."""
+
+    def test_state_and_scalar_load_and_batch(self, tmp_path: Path) -> None:
+        """A dataset with state rows on axis 1 and a scalar sr loads; batches slice state on axis 1."""
+        path = _save(
+            tmp_path / "vad.npz", input=np.zeros((6, 576), np.float32),
+            state=np.zeros((2, 6, 128), np.float32), sr=np.array(16000), labels=np.arange(6) % 2,
+        )
+        ds = load_dataset(path, SILERO)
+        assert ds.n_rows == 6
+        assert ds.batch_axes == {"input": 0, "state": 1, "sr": None}
+        feeds = list(ds.batches(4))
+        assert [f["state"].shape for f in feeds] == [(2, 4, 128), (2, 2, 128)]
+        assert [f["input"].shape for f in feeds] == [(4, 576), (2, 576)]
+        assert all(f["sr"].shape == () and int(f["sr"]) == 16000 for f in feeds)
+        assert ds.head(3)["state"].shape == (2, 3, 128)
+        calib = ds.calibration(3)
+        assert calib["state"].shape == (2, 3, 128) and calib["sr"].shape == ()
+
+    def test_batch_size_two_is_not_advised_for_state(self) -> None:
+        """The fixed 2 of state's axis 0 is not a batch dimension: any batch size fits."""
+        validate_batch_size(SILERO, 8)
+
+    def test_synthesized_with_ranges_and_shapes(self) -> None:
+        """Synthetic silero inputs: sr constant 16000, input 576 samples in [-1, 1)."""
+        from gptuner_core.shapes import input_specs
+        from gptuner_core.shapes import parse_shapes
+        from gptuner_core.shapes import parse_value_ranges
+
+        specs = input_specs(
+            SILERO, value_ranges=parse_value_ranges("sr:16000,input:-1..1"),
+            shapes=parse_shapes("input:1x576"),
+        )
+        ds = synthesize(specs, 5)
+        assert ds.inputs["input"].shape == (5, 576)
+        assert -1 <= ds.inputs["input"].min() and ds.inputs["input"].max() < 1
+        assert ds.inputs["state"].shape == (2, 5, 128)
+        assert ds.inputs["sr"].shape == () and int(ds.inputs["sr"]) == 16000
+        assert "synthetic" in ds.describe() and "sr int64 () = 16000" in ds.describe()
+
+    def test_integer_ids_in_range(self) -> None:
+        """Token ids drawn from the vocabulary range the user gives."""
+        from gptuner_core.shapes import input_specs
+        from gptuner_core.shapes import parse_value_ranges
+
+        specs = input_specs([IDS], value_ranges=parse_value_ranges("input_ids:100..30522"))
+        ids = synthesize(specs, 64, dims={"seq": 32}).inputs["input_ids"]
+        assert ids.min() >= 100 and ids.max() < 30522 and ids.max() > 1000
+
+    def test_explicit_batch_axis_override(self) -> None:
+        """batch axes given by the user win over the defaults; errors name the input."""
+        from gptuner_core.shapes import input_specs
+
+        specs = input_specs(SILERO, batch_axes={"state": None})
+        ds = from_arrays(
+            {"input": np.zeros((3, 8)), "state": np.zeros((2, 1, 128)), "sr": np.array(8000)}, specs
+        )
+        assert ds.batch_axes["state"] is None and ds.n_rows == 3
+        with pytest.raises(DatasetError, match=r"batch axis 3 of input 'state' is beyond its rank 3"):
+            input_specs(SILERO, batch_axes={"state": 3})
+        with pytest.raises(DatasetError, match=r"not model inputs \(model inputs: \['input', 'state', 'sr'\]\)"):
+            input_specs(SILERO, batch_axes={"states": 1})
+
+    def test_state_rows_must_match(self) -> None:
+        """state's rows along axis 1 must equal input's rows."""
+        with pytest.raises(DatasetError, match=r"input 'state' has 5 row\(s\) along axis 1, input 'input' has 6"):
+            from_arrays(
+                {"input": np.zeros((6, 8)), "state": np.zeros((2, 5, 128)), "sr": np.array(1)}, SILERO
+            )
+
+
+class TestBatchSizeBeyondDataset:
+    """A batch size larger than the dataset is refused with both sizes."""
+
+    def test_refused_with_sizes(self, tmp_path: Path) -> None:
+        ds = load_dataset(_good(tmp_path, rows=10), SPECS)
+        with pytest.raises(DatasetError, match=r"batch size 16 is larger than dataset '.*data.npz' \(10 rows\)"):
+            validate_batch_size(SPECS, 16, dataset=ds)
+        validate_batch_size(SPECS, 10, dataset=ds)
+
+
+def test_feed_at_given_shapes() -> None:
+    """A latency feed at exactly the shapes of one profile entry (several shapes per study)."""
+    from gptuner_core.dataset import feed_at_shapes
+    from gptuner_core.shapes import parse_shapes
+    from gptuner_core.shapes import parse_value_ranges
+
+    feed = feed_at_shapes(
+        [IDS, MASK], parse_shapes("input_ids:4x128,mask:4x128"),
+        value_ranges=parse_value_ranges("input_ids:0..30522"),
+    )
+    assert feed["input_ids"].shape == (4, 128) and feed["mask"].shape == (4, 128)
+    assert feed["input_ids"].max() > 10
+    with pytest.raises(DatasetError, match=r"no shape given for input\(s\) \['mask'\]"):
+        feed_at_shapes([IDS, MASK], parse_shapes("input_ids:4x128"))

@@ -172,6 +172,27 @@ class Backend(abc.ABC):
     def load(self, build: BuildResult) -> Runner:
         """Load a built artifact for running (runs in the candidate's child process)."""
 
+    def model_files(self, model: Path) -> list[Path]:
+        """The files ``model`` is made of: the model itself, then any data files it needs beside
+        it (ONNX external data). Fingerprints hash them all and model copies carry them all."""
+        return [Path(model)]
+
+    def artifact_identity(self, build: BuildResult) -> str | None:
+        """A canonical hash of a built artifact for duplicate detection, or ``None`` to let the
+        engine hash the artifact's bytes.
+
+        Override when equal builds can differ in bytes (ONNX Runtime names NCHWc nodes randomly
+        at ``graph_optimization_level=all``): hash a canonical form, so that two routes whose
+        artifacts run the same computation with the same runtime options get the same identity.
+        """
+        return None
+
+    def planned_identity(self, model: Path, route: Route) -> str | None:
+        """A key of the configuration ``route`` will build, computed *before* building (cheap,
+        parent side), or ``None`` when the backend cannot tell. Two routes with the same key
+        build the same artifact, so the engine can skip the second without building it."""
+        return None
+
     def repro(self, model: Path, route: Route) -> dict[str, str]:
         """Commands that reproduce this candidate outside gptuner, keyed by kind ("shell", ...)."""
         return {}

@@ -82,6 +82,23 @@ def add_knob_db_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", metavar="FILE", help="model file the backend describes")
 
 
+def missing_model_file(model: str) -> str | None:
+    """The file a ``--model`` value needs that does not exist, or ``None``.
+
+    A model is a file (``.onnx``, ``.pt2``, an engine), or an entry point ``file.py:factory`` /
+    ``package.module:factory`` (the torch backend's forms): only the file part must exist, and an
+    importable module name is left to the backend to resolve.
+    """
+    if Path(model).exists():
+        return None
+    target, colon, attr = model.rpartition(":")
+    if colon and target and attr.isidentifier():
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            return None if Path(target).is_file() else target
+        return None  # package.module:factory
+    return model
+
+
 def load_knob_db(args: argparse.Namespace) -> KnobDatabase:
     """Load the database named by ``--knob-db`` or by ``--backend``/``--model``."""
     from gptuner_core.knobs import KnobDatabase
@@ -101,8 +118,13 @@ def load_knob_db(args: argparse.Namespace) -> KnobDatabase:
             msg = "a knob database is needed: give --knob-db FILE or --backend NAME --model FILE"
         raise UsageError(msg)
     path = Path(model)
-    if not path.exists():
-        msg = f"--model '{path}': file not found"
+    missing = missing_model_file(model)
+    if missing is not None:
+        msg = (
+            f"--model '{model}': file not found"
+            if missing == model
+            else f"--model '{model}': file '{missing}' not found"
+        )
         raise UsageError(msg)
     from gptuner_core.backends import default_backend_name
     from gptuner_core.backends import get_backend

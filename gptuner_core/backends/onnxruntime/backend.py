@@ -115,7 +115,29 @@ class OnnxRuntimeBackend(Backend):
 
     # -- parent-side, cheap ---------------------------------------------------------------
     def describe(self, model: Path) -> KnobDatabase:
-        return K.build_knob_database(M.load_model(model))
+        proto = M.load_model(model)
+        M.check_outputs(proto, str(model))
+        return K.build_knob_database(proto)
+
+    def model_files(self, model: Path) -> list[Path]:
+        """The ``.onnx`` file and its external data files (fingerprint, model copies)."""
+        return M.model_files(model)
+
+    def planned_identity(self, model: Path, route: Route) -> str | None:
+        """Hash of every knob's normalized value (inputs to the transform and the session)."""
+        import hashlib
+
+        _, _, values, _ = self.plan(model, route)
+        blob = json.dumps(dict(sorted(values.items())), sort_keys=True).encode()
+        return "ort-plan:" + hashlib.sha256(blob).hexdigest()
+
+    def artifact_identity(self, build: BuildResult) -> str | None:
+        """Canonical hash of the optimized model + session options (see ``identity``)."""
+        from gptuner_core.backends.onnxruntime.identity import artifact_identity
+
+        if not (build.artifact / OPTIMIZED_NAME).is_file():
+            return None
+        return artifact_identity(build.artifact, OPTIMIZED_NAME)
 
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return M.input_specs(M.load_model(model))
@@ -274,6 +296,15 @@ def repro_snippet(
         ]
     elif params.mode != "off":
         q = "from onnxruntime import quantization as q"
+        if params.preprocess:
+            lines += [
+                q,
+                "try:",
+                "    q.quant_pre_process(model, 'preprocessed.onnx')",
+                "except Exception:  # incomplete symbolic shape inference: retry without it",
+                "    q.quant_pre_process(model, 'preprocessed.onnx', skip_symbolic_shape=True)",
+                "model = 'preprocessed.onnx'",
+            ]
         common = (
             f"op_types_to_quantize={T._OP_TYPES[params.op_types]!r}, "
             f"per_channel={params.per_channel}, reduce_range={params.reduce_range}, "

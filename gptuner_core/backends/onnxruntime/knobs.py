@@ -34,6 +34,7 @@ QUANT_PER_CHANNEL = "-quant:per_channel"
 QUANT_REDUCE_RANGE = "-quant:reduce_range"
 QUANT_CALIBRATION = "-quant:calibration"
 QUANT_OP_TYPES = "-quant:op_types"
+QUANT_PREPROCESS = "-quant:preprocess"
 QUANT_NODE_PREFIX = "-quant:node:"
 FP16 = "-fp16:convert"
 
@@ -128,6 +129,14 @@ PRECISION_KNOBS = (
         "Op types to quantize: compute = Conv, MatMul, Gemm; gemm = MatMul, Gemm (keeps Conv in "
         "fp32, the sane choice for dynamic mode); all = every op type of ORT's quantization "
         "registry (documented bad route: quantizes non-compute ops too).",
+    ),
+    KnobSpec(
+        QUANT_PREPROCESS,
+        ("on", "off"),
+        "on",
+        "Run ONNX Runtime's quant_pre_process (constant folding, shape inference, basic "
+        "optimizations) before quantizing: needed by exports whose weights are Constant nodes "
+        "(paddle2onnx). off quantizes the model as exported.",
     ),
     KnobSpec(
         FP16,

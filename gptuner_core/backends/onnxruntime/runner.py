@@ -68,7 +68,7 @@ class OrtRunner(Runner):
                     f"(expected {spec.shape}, None/str = any size)"
                 )
                 raise BackendError(msg)
-            out[name] = np.ascontiguousarray(arr)
+            out[name] = np.ascontiguousarray(arr).reshape(arr.shape)  # keeps scalars rank 0
         return out
 
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -25,6 +25,11 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.backends.onnxruntime import knobs as K
+from gptuner_core.backends.onnxruntime.calibration import CALIBRATION_CHUNK  # noqa: F401 - re-export
+from gptuner_core.backends.onnxruntime.calibration import MAX_CALIBRATION_ROWS  # noqa: F401
+from gptuner_core.backends.onnxruntime.calibration import calibration_sha
+from gptuner_core.backends.onnxruntime.calibration import check_calibration
+from gptuner_core.backends.onnxruntime.calibration import reader
 from gptuner_core.errors import BackendError
 
 
@@ -32,9 +37,6 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
-#: rows of calibration data used at most (ORT's MinMax/Entropy cost grows with it).
-MAX_CALIBRATION_ROWS = 128
-CALIBRATION_CHUNK = 16
 
 _OP_TYPES = {"compute": ["Conv", "MatMul", "Gemm"], "gemm": ["MatMul", "Gemm"], "all": None}
 _QTYPES = {"uint8": "QUInt8", "int8": "QInt8", "uint16": "QUInt16", "int4": "QInt4"}
@@ -46,6 +48,7 @@ _QUANT_KNOBS = (
     K.QUANT_REDUCE_RANGE,
     K.QUANT_CALIBRATION,
     K.QUANT_OP_TYPES,
+    K.QUANT_PREPROCESS,
 )
 
 
@@ -62,6 +65,7 @@ class TransformParams:
     op_types: str = "compute"
     excluded_nodes: tuple[str, ...] = ()
     fp16: bool = False
+    preprocess: bool = True
 
     @property
     def identity(self) -> bool:
@@ -121,6 +125,7 @@ def params_from_values(values: dict[str, str]) -> TransformParams:
         op_types=values.get(K.QUANT_OP_TYPES, "compute"),
         excluded_nodes=excluded,
         fp16=values.get(K.FP16, "off") == "on",
+        preprocess=values.get(K.QUANT_PREPROCESS, "on") == "on",
     )
 
 
@@ -136,17 +141,6 @@ class TransformOutcome:
     op_counts: dict[str, int] = field(default_factory=dict)
 
 
-def calibration_sha(calibration: dict[str, np.ndarray] | None) -> str:
-    import numpy as np
-
-    h = hashlib.sha256()
-    for name in sorted(calibration or {}):
-        arr = np.ascontiguousarray(calibration[name][:MAX_CALIBRATION_ROWS])
-        h.update(f"{name}|{arr.dtype}|{arr.shape}|".encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
-
-
 def cache_key(model_sha: str, params: TransformParams, calib_sha: str) -> str:
     text = json.dumps(
         {
@@ -159,65 +153,22 @@ def cache_key(model_sha: str, params: TransformParams, calib_sha: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _check_calibration(
-    model: onnx.ModelProto, calibration: dict[str, np.ndarray] | None
-) -> dict[str, np.ndarray]:
-    import numpy as np
-
-    from gptuner_core.backends.onnxruntime.model import graph_inputs
-
-    names = [i.name for i in graph_inputs(model)]
-    if not calibration:
-        msg = (
-            f"static quantization needs calibration inputs named {names} "
-            "(got none: pass the study's calibration/reference dataset)"
-        )
-        raise BackendError(msg)
-    missing = [n for n in names if n not in calibration]
-    if missing:
-        msg = (
-            f"calibration inputs do not match the model: missing {missing} "
-            f"(expected {names}, got {sorted(calibration)})"
-        )
-        raise BackendError(msg)
-    rows = {n: np.asarray(calibration[n])[:MAX_CALIBRATION_ROWS] for n in names}
-    counts = {n: a.shape[0] if a.ndim else 0 for n, a in rows.items()}
-    if len(set(counts.values())) != 1 or 0 in counts.values():
-        msg = f"calibration inputs need the same non-zero number of rows per input (got {counts})"
-        raise BackendError(msg)
-    return rows
-
-
-def _reader(model: onnx.ModelProto, rows: dict[str, np.ndarray]):  # noqa: ANN202
-    from onnxruntime.quantization import CalibrationDataReader
-
-    from gptuner_core.backends.onnxruntime.model import input_specs
-
-    fixed_batch = any(
-        s.shape and isinstance(s.shape[0], int) for s in input_specs(model) if s.name in rows
-    )
-    step = 1 if fixed_batch else CALIBRATION_CHUNK
-    n = next(iter(rows.values())).shape[0]
-
-    class _Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(
-                [{k: v[i : i + step] for k, v in rows.items()} for i in range(0, n, step)]
-            )
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self._it, None)
-
-    return _Reader()
-
-
 def _quantize(
-    src: Path, dst: Path, model: onnx.ModelProto, params: TransformParams, calibration: Any
+    src: Path, dst: Path, model: onnx.ModelProto, params: TransformParams, calibration: Any,
+    *, model_sha: str = "", cache_dir: Path | None = None,
 ) -> None:
     from onnxruntime import quantization as q
 
+    from gptuner_core.backends.onnxruntime import preprocess as P
+    from gptuner_core.backends.onnxruntime.model import iter_graphs
+
+    if params.preprocess and cache_dir is not None:
+        src = P.preprocessed(src, model_sha, cache_dir)
+        P.check_excluded_nodes(src, params.excluded_nodes)
     op_types = _OP_TYPES[params.op_types]
     weight = getattr(q.QuantType, _QTYPES[params.weight_type])
+    # nodes inside If/Loop bodies are insertion points too; ORT skips them unless asked
+    extra = {"EnableSubgraph": True} if sum(1 for _ in iter_graphs(model.graph)) > 1 else {}
     if params.mode == "dynamic":
         # quantize_dynamic first rewrites Gemm as MatMul + Add, renaming the node
         # '<name>_MatMul', so an exclusion by the original name alone would be ignored.
@@ -230,13 +181,14 @@ def _quantize(
             reduce_range=params.reduce_range,
             weight_type=weight,
             nodes_to_exclude=excluded,
+            extra_options=extra,
         )
         return
-    rows = _check_calibration(model, calibration)
+    rows, axes = check_calibration(model, calibration)
     q.quantize_static(
         src,
         dst,
-        _reader(model, rows),
+        reader(model, rows, axes),
         quant_format=q.QuantFormat.QDQ if params.mode == "qdq" else q.QuantFormat.QOperator,
         op_types_to_quantize=op_types,
         per_channel=params.per_channel,
@@ -245,14 +197,16 @@ def _quantize(
         weight_type=weight,
         nodes_to_exclude=list(params.excluded_nodes),
         calibrate_method=getattr(q.CalibrationMethod, _CALIB[params.calibration]),
+        extra_options=extra,
     )
 
 
-def _fp16(model: onnx.ModelProto, dst: Path) -> None:
+def _fp16(model_path: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    converted = convert_float_to_float16(model, keep_io_types=True)
+    # by path: external data files are resolved beside the model
+    converted = convert_float_to_float16(onnx.load(str(model_path)), keep_io_types=True)
     onnx.save(converted, str(dst))
 
 
@@ -266,10 +220,13 @@ def _source_name(name: str) -> str:
 def quantized_nodes(transformed: onnx.ModelProto) -> tuple[str, ...]:
     """Original names of the nodes that run in integer: QDQ-wrapped Conv/MatMul/Gemm, or
     QLinear*/QGemm/*Integer nodes made by QOperator and dynamic quantization."""
-    producers = {o: n.op_type for n in transformed.graph.node for o in n.output}
-    inits = {i.name for i in transformed.graph.initializer}
+    from gptuner_core.backends.onnxruntime.model import iter_graphs
+    from gptuner_core.backends.onnxruntime.model import iter_nodes
+
+    producers = {o: n.op_type for n in iter_nodes(transformed) for o in n.output}
+    inits = {i.name for g in iter_graphs(transformed.graph) for i in g.initializer}
     names = []
-    for n in transformed.graph.node:
+    for n in iter_nodes(transformed):
         if n.op_type in ("Conv", "MatMul", "Gemm"):
             fed = [producers.get(i) for i in n.input[:2] if i and i not in inits]
             if "DequantizeLinear" in fed:
@@ -285,10 +242,27 @@ def quantized_nodes(transformed: onnx.ModelProto) -> tuple[str, ...]:
 
 
 def op_counts(model: onnx.ModelProto) -> dict[str, int]:
+    from gptuner_core.backends.onnxruntime.model import iter_nodes
+
     counts: dict[str, int] = {}
-    for n in model.graph.node:
+    for n in iter_nodes(model):
         counts[n.op_type] = counts.get(n.op_type, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _subgraph_hint(model: onnx.ModelProto, params: TransformParams) -> str:
+    """Why static quantization fails on models whose compute sits in If/Loop subgraphs."""
+    from gptuner_core.backends.onnxruntime.model import COMPUTE_OP_TYPES
+
+    if not params.static:
+        return ""
+    top = {n.op_type for n in model.graph.node}
+    if top & set(COMPUTE_OP_TYPES) or not top & {"If", "Loop", "Scan"}:
+        return ""
+    return (
+        "; the model's Conv/MatMul/Gemm nodes are all inside If/Loop subgraphs, which ONNX "
+        "Runtime's static (QDQ/QOperator) quantizer does not handle: use -quant:mode=dynamic"
+    )
 
 
 def apply_transform(
@@ -324,9 +298,12 @@ def apply_transform(
     t0 = time.perf_counter()
     try:
         if params.fp16:
-            _fp16(model, tmp)
+            _fp16(model_path, tmp)
         else:
-            _quantize(model_path, tmp, model, params, calibration)
+            _quantize(
+                model_path, tmp, model, params, calibration, model_sha=model_sha,
+                cache_dir=cache_dir,
+            )
     except BackendError:
         tmp.unlink(missing_ok=True)
         raise
@@ -335,7 +312,7 @@ def apply_transform(
         first = (str(exc).strip().splitlines() or [""])[0][:400]
         what = "fp16 conversion" if params.fp16 else f"{params.mode} quantization"
         msg = f"{what} failed ({type(exc).__name__}: {first}) with parameters {params.to_json()}"
-        raise BackendError(msg) from None
+        raise BackendError(msg + _subgraph_hint(model, params)) from None
     seconds = time.perf_counter() - t0
     transformed = onnx.load(str(tmp), load_external_data=False)
     outcome = TransformOutcome(
@@ -352,7 +329,7 @@ def apply_transform(
             f"{params.mode} quantization quantized no node (op types {params.op_types}, "
             f"excluded {list(params.excluded_nodes)}): expected at least one Q/DQ insertion point"
         )
-        raise BackendError(msg)
+        raise BackendError(msg + _subgraph_hint(model, params))
     os.replace(tmp, dst)
     tmp_meta = meta_path.with_suffix(f".{os.getpid()}.tmp")
     tmp_meta.write_text(
