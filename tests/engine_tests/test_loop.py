@@ -37,7 +37,8 @@ class ListSink:
     def elapsed_s(self): return 0.0  # noqa: E704
 
 
-def _run(strategy, budget=Budget(), sink=None, history=None):
+def _run(strategy, budget=None, sink=None, history=None):
+    budget = budget or Budget()
     rec = load_recording(SWEEP)
     sink = sink or ListSink()
     history = history if history is not None else []
