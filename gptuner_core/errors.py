@@ -57,3 +57,7 @@ class DatasetError(GptunerError, ValueError):
 
 class ConfigError(GptunerError, ValueError):
     """A study configuration value is invalid."""
+
+
+class ProfileError(GptunerError, ValueError):
+    """A per-layer profile could not be captured, read or compared."""
