@@ -90,12 +90,17 @@ def _record(facts: StudyFacts, number: int) -> CandidateRecord:
     raise StoreError(msg)
 
 
+def profiled_number(record: CandidateRecord) -> int:
+    """Whose profile describes this candidate: a duplicate runs its original's artifact."""
+    return record.duplicate_of if record.duplicate_of is not None else record.number
+
+
 def layer_diff(study_dir: str | Path, a: CandidateRecord, b: CandidateRecord) -> LayerDiff | None:
     """The aligned layer diff of two stored candidates, ``None`` if either lacks a profile."""
     from gptuner_core.profiles import diff_profiles
     from gptuner_core.profiles import load_profile
 
-    pa, pb = load_profile(study_dir, a.number), load_profile(study_dir, b.number)
+    pa, pb = load_profile(study_dir, profiled_number(a)), load_profile(study_dir, profiled_number(b))
     if pa is None or pb is None:
         return None
     return diff_profiles(pa, pb, label_a=f"#{a.number}", label_b=f"#{b.number}",
@@ -142,7 +147,7 @@ def explain(study_dir: str | Path, number: int | None = None, *, facts: StudyFac
     )
 
 
-def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 20) -> Path:
+def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> Path:
     """Capture ``profile.json`` for a stored candidate from its artifact (outside the tuner).
 
     Uses the candidate's ``job.json`` (backend, options, model, inputs, batch size) and the build

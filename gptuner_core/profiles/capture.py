@@ -46,7 +46,7 @@ def profile_build(
     workdir: str | Path,
     *,
     model: str | Path | None = None,
-    runs: int = 20,
+    runs: int = 30,
 ) -> LayerProfile:
     """The :class:`LayerProfile` of one built candidate (raises :class:`ProfileError`)."""
     family = FAMILIES.get(backend_name)
@@ -74,7 +74,7 @@ def capture_profile(
     workdir: str | Path,
     *,
     model: str | Path | None = None,
-    runs: int = 20,
+    runs: int = 30,
 ) -> Path:
     """Profile a measured candidate and write ``workdir/profile.json``; return its path.
 

@@ -6,13 +6,14 @@ fall into one group when they share an ONNX origin (union-find over origins), so
 ``QuantizeLinear`` that route B runs for the same two nodes. Layers without an origin (torch
 kernels, unmapped TensorRT layers) are matched by name.
 
-Each group gets its median time per inference over the profiled runs in A and B, their
-difference and a noise level: 1.96 times the robust standard error of that difference (from the
-median absolute deviation of the per-run group times, so a few preempted runs on a shared machine
-do not swamp it). A difference within noise is flagged ``significant=False`` and never listed among the
-sources. Rows are sorted by their contribution to the end-to-end difference (the sign of A's
+Each group gets its time per inference in A and B as the lower quartile of its per-run times
+(:data:`QUANTILE`: on a shared machine slow runs come from other processes, so a low quantile
+estimates what the route itself costs), their difference and a noise level: the half-widths of
+the quartiles' distribution-free 95 % CIs (binomial order statistics), combined in quadrature. A difference within noise is flagged ``significant=False`` and never listed among the
+sources (the groups beyond their own noise that move time in the direction of the end-to-end
+difference); the summary says separately whether the end-to-end difference itself is beyond noise. Rows are sorted by their contribution to the end-to-end difference (the sign of A's
 total minus B's), so the first rows explain it and the last ones work against it. A profile's
-total is the sum of its groups' medians, so rows and totals always agree.
+total is the sum of its groups' times, so rows and totals always agree.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gptuner_core.profiles.origins import GLUE_OPS
-from gptuner_core.profiles.records import median_and_se
+from gptuner_core.profiles.records import quantile_and_halfwidth
 
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from gptuner_core.records import LatencyStats
 
 Z95 = 1.96
+#: quantile of the per-run times a group's time is read at (see the module docstring)
+QUANTILE = 0.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,11 +90,22 @@ class LayerDiff:
 
     @property
     def latency_confirms(self) -> bool | None:
-        """The measured latency CIs of the two candidates do not overlap (``None``: unknown)."""
+        """The measured latencies differ beyond their CIs, in the profiles' direction.
+
+        The log ratio of the medians with a standard error from each candidate's 95 % CI (as the
+        knob effects do); ``None`` when a latency is unknown.
+        """
         a, b = self.latency_a, self.latency_b
-        if a is None or b is None:
+        if a is None or b is None or a.median_ms <= 0 or b.median_ms <= 0:
             return None
-        return a.ci_high_ms < b.ci_low_ms or b.ci_high_ms < a.ci_low_ms
+
+        def se(lat: LatencyStats) -> float:
+            lo, hi = lat.ci_low_ms, lat.ci_high_ms
+            return (math.log(hi) - math.log(lo)) / (2 * Z95) if lo > 0 and hi > lo else 0.0
+
+        d = math.log(a.median_ms) - math.log(b.median_ms)
+        beyond = abs(d) > Z95 * math.hypot(se(a), se(b))
+        return beyond and (d > 0) == (self.delta_ms > 0)
 
     def sources(self) -> tuple[DiffRow, ...]:
         """Groups beyond noise that move time in the direction of the end-to-end difference."""
@@ -109,13 +123,16 @@ class LayerDiff:
             f"{faster} spends {min(a, b):.4g} ms in layers vs {max(a, b):.4g} ms for {slower} "
             f"({ratio:.2f}x; profile noise ±{self.noise_ms:.2g} ms)"
         )
-        if not self.significant:
-            return head + "; the difference is within noise, so no layer is named as its cause"
         src = self.sources()[:3]
         parts = [f"{r.group} [{'+'.join(r.a_kinds)} -> {'+'.join(r.b_kinds)}] {r.contribution:.0%}" for r in src]
-        text = head + "; sources: " + ", ".join(parts)
+        if not self.significant:
+            text = head + "; the end-to-end difference is within noise"
+            if parts:
+                text += "; layers that differ beyond their own noise: " + ", ".join(parts)
+            return text
+        text = head + "; sources: " + (", ".join(parts) or "no single layer beyond its own noise")
         if self.latency_confirms is False:
-            text += " (the measured latency CIs overlap: not confirmed end to end)"
+            text += " (the measured latencies do not confirm it beyond their CIs)"
         return text
 
 
@@ -149,13 +166,13 @@ def _runs(layers: list[LayerTime]) -> list[float]:
 
 
 def _stat(layers: list[LayerTime]) -> tuple[float, float]:
-    """Median time per run of a group and its robust standard error (means without runs)."""
+    """Time per run of a group (:data:`QUANTILE`) and its CI half-width (means without runs)."""
     if not layers:
         return 0.0, 0.0
     runs = _runs(layers)
     if len(runs) < 2:
         return sum(x.time_ms for x in layers), 0.0
-    return median_and_se(runs)
+    return quantile_and_halfwidth(runs, QUANTILE)
 
 
 def _kinds(layers: list[LayerTime]) -> tuple[str, ...]:
@@ -234,14 +251,14 @@ def diff_profiles(
             group=group, origins=origins, op=op,
             a_layers=tuple(x.name for x in la), b_layers=tuple(x.name for x in lb),
             a_kinds=_kinds(la), b_kinds=_kinds(lb), a_precision=pa, b_precision=pb,
-            a_ms=a_ms, b_ms=b_ms, delta_ms=delta, noise_ms=Z95 * math.hypot(a_se, b_se),
+            a_ms=a_ms, b_ms=b_ms, delta_ms=delta, noise_ms=math.hypot(a_se, b_se),
             contribution=delta / total_delta if total_delta else 0.0,
             changes=_changes(la, lb, pa, pb),
         ))
     sign = 1.0 if total_delta >= 0 else -1.0
     rows.sort(key=lambda r: -r.delta_ms * sign)
     ta, tb = sum(sa[0] for sa, _ in stats), sum(sb[0] for _, sb in stats)
-    noise = Z95 * math.sqrt(sum(sa[1] ** 2 + sb[1] ** 2 for sa, sb in stats))
+    noise = math.sqrt(sum(sa[1] ** 2 + sb[1] ** 2 for sa, sb in stats))
     notes = list(a.notes) + list(b.notes)
     if a.backend != b.backend:
         notes.append(f"profiles come from different backends ({a.backend} vs {b.backend}); only names can align")

@@ -135,7 +135,7 @@ def profile(
     *,
     workdir: str | Path,
     model: str | Path | None = None,
-    runs: int = 20,
+    runs: int = 30,
     warmup: int = 5,
 ) -> LayerProfile:
     """Profile ``build`` in a new session; ``model`` is the user's ONNX model (origins).

@@ -139,7 +139,7 @@ class LayerProfile:
         """Write atomically (tmp + rename) and return the path."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True))
+        tmp.write_text(json.dumps(self.to_json(), indent=1))  # origin_ops keep graph order
         tmp.replace(path)
         return path
 
@@ -185,3 +185,25 @@ def median_and_se(values: tuple[float, ...] | list[float]) -> tuple[float, float
     dev = sorted(abs(v - med) for v in values)
     mad = dev[n // 2] if n % 2 else (dev[n // 2 - 1] + dev[n // 2]) / 2
     return med, 1.2533 * 1.4826 * mad / math.sqrt(n)
+
+
+def quantile_and_halfwidth(values: tuple[float, ...] | list[float], q: float = 0.25) -> tuple[float, float]:
+    """The ``q`` quantile and half the width of its distribution-free 95 % CI.
+
+    The CI bounds are the order statistics at ``n*q -/+ 1.96*sqrt(n*q*(1-q))`` (binomial), so no
+    distribution is assumed. A low quantile estimates a layer's uncontended time on a shared
+    machine, where slow runs come from other processes, not from the route.
+    """
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0
+    s = sorted(values)
+    pos = q * (n - 1)
+    lo_i, frac = int(pos), pos - int(pos)
+    value = s[lo_i] + (s[min(lo_i + 1, n - 1)] - s[lo_i]) * frac
+    if n < 2:
+        return value, 0.0
+    half = 1.96 * math.sqrt(n * q * (1 - q))
+    lo = s[max(0, math.floor(n * q - half))]
+    hi = s[min(n - 1, math.ceil(n * q + half))]
+    return value, (hi - lo) / 2
