@@ -86,6 +86,7 @@ def capture_profile(
         model: the user's model file, so ONNX origins name its nodes.
         runs: profiled inferences.
     """
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     profile = profile_build(backend_name, build, runner, feeds, workdir, model=model, runs=runs)
     return profile.save(Path(workdir) / PROFILE_NAME)
 

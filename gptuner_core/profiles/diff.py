@@ -235,13 +235,14 @@ def diff_profiles(
             end-to-end difference only counts as significant if their CIs do not overlap.
     """
     ops = {**b.origin_ops, **a.origin_ops}
+    rank = {o: i for i, o in enumerate(ops)}
     groups = _groups(a, b)
     stats = [(_stat(la), _stat(lb)) for la, lb in groups]
     total_delta = sum(sa[0] - sb[0] for sa, sb in stats)
     rows = []
     for (la, lb), ((a_ms, a_se), (b_ms, b_se)) in zip(groups, stats, strict=True):
-        origins = tuple(sorted({o for x in la + lb for o in x.origins},
-                               key=lambda o: list(ops).index(o) if o in ops else len(ops)))
+        seen = list(dict.fromkeys(o for x in la + lb for o in x.origins))
+        origins = tuple(sorted(seen, key=lambda o: (rank.get(o, len(rank)), seen.index(o))))
         group, op = _anchor(origins, ops, (la or lb)[0].name)
         if len(origins) > 1:
             group += f" (+{len(origins) - 1})"
