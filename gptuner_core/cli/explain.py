@@ -42,9 +42,10 @@ def explanation_lines(e: Explanation, *, limit: int = 15) -> list[str]:
         f"{x.failure_rate:.0%} {_ci(x.failure_ci, '.0%')}", f"{x.default_failure_rate:.0%}",
         f"{x.speedup:.3f}x" if x.speedup is not None else "-", _ci(x.speedup_ci),
         "" if x.speedup is None else ("beyond noise" if x.significant else "within noise"),
+        x.method if x.speedup is not None else "",
     ] for x in e.all_effects]
     lines += format_table(["knob", "value", "failed", "failure rate (CI)", "at default", "speed-up",
-                           "95% CI", ""], rows) if rows else ["  (no knob takes more than one value)"]
+                           "95% CI", "", "contrast"], rows) if rows else ["  (no knob takes more than one value)"]
     lines.append("(* = a value of this candidate)")
     if e.importance:
         lines.append("")

@@ -5,10 +5,15 @@ For each knob value other than the knob's default:
 * **failure rate** over all finished candidates that set it (build failures, crashes, timeouts
   and accuracy failures all count), with a Wilson 95 % interval, next to the failure rate of the
   candidates at the default value;
-* **speed-up** over the eligible ones: the ratio of geometric-mean latencies of the default group
-  to the value group, with a 95 % CI that adds the spread between candidates (when a group has
-  several) to each candidate's own measurement CI (its latency ``ci_low``/``ci_high``, as a
-  standard error on the log scale). A value measured once still gets an honest interval.
+* **speed-up** over the eligible ones, with a 95 % CI that adds the spread between candidates
+  (when there are several) to each candidate's own measurement CI (its latency
+  ``ci_low``/``ci_high``, as a standard error on the log scale), so a value measured once still
+  gets an honest interval. It is **paired** when the study holds partners: a candidate with the
+  value is compared with the candidates whose *requested* routes set every other knob the same
+  way and this knob to its default (for one-at-a-time searches, the default route itself), and the
+  log ratios are averaged over the pairs. Without partners (random designs) it falls back to the
+  **marginal** ratio of geometric means of the default group and the value group, which other
+  knobs varying in both groups can bias; ``method`` says which was used.
 
 A candidate's knob values are its effective route (what the backend reports it applied; the
 requested route when the build failed before reporting) resolved against the defaults (a knob it
@@ -58,6 +63,7 @@ class KnobEffect:
     default_n_eligible: int
     speedup: float | None
     speedup_ci: tuple[float, float] | None
+    method: str = "marginal"
 
     @property
     def significant(self) -> bool:
@@ -144,6 +150,43 @@ def _speedup(base: list[tuple[float, float]], other: list[tuple[float, float]]) 
     return math.exp(d), (math.exp(d - half), math.exp(d + half))
 
 
+def _partners(
+    group: list[CandidateRecord], base: list[CandidateRecord], knob: str,
+    defaults: Mapping[str, str], knobs: Sequence[str],
+) -> dict[int, list[CandidateRecord]]:
+    """Candidate number -> default-valued candidates whose requested routes match it elsewhere."""
+    others = [k for k in knobs if k != knob]
+
+    def design(r: CandidateRecord) -> tuple[str, ...]:
+        pairs = route_values(r.requested_route)
+        return tuple(pairs.get(k, defaults.get(k, "")) for k in others)
+
+    by_design: dict[tuple[str, ...], list[CandidateRecord]] = {}
+    for b in base:
+        by_design.setdefault(design(b), []).append(b)
+    return {r.number: by_design[design(r)] for r in group if design(r) in by_design}
+
+
+def _paired_speedup(
+    group: list[CandidateRecord], partners: dict[int, list[CandidateRecord]]
+) -> tuple[float | None, tuple[float, float] | None]:
+    """Mean log ratio over (partner, candidate) pairs where both are eligible."""
+    diffs: list[tuple[float, float]] = []
+    for r in group:
+        c = _log_latency(r)
+        if c is None:
+            continue
+        for p in partners.get(r.number, []):
+            d = _log_latency(p)
+            if d is not None:
+                diffs.append((d[0] - c[0], math.hypot(d[1], c[1])))
+    if not diffs:
+        return None, None
+    mean, se = group_log_mean(diffs)
+    half = Z95 * se
+    return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
+
+
 def finished(records: Sequence[CandidateRecord]) -> list[CandidateRecord]:
     """Finished candidates, duplicates excluded (they repeat another candidate's build)."""
     return [r for r in records if r.state.is_finished() and r.state is not CandidateState.DUPLICATE]
@@ -158,18 +201,28 @@ def main_effects(records: Sequence[CandidateRecord], defaults: Mapping[str, str]
     for knob in knobs:
         default = defaults.get(knob, "")
         base = [r for r, v in zip(recs, values, strict=True) if v[knob] == default]
-        base_pts = [p for p in map(_log_latency, base) if p is not None]
-        base_failed = sum(map(is_failed, base))
         seen = list(dict.fromkeys(v[knob] for v in values if v[knob] != default))
         for value in seen:
             group = [r for r, v in zip(recs, values, strict=True) if v[knob] == value]
-            pts = [p for p in map(_log_latency, group) if p is not None]
             k = sum(map(is_failed, group))
-            speedup, ci = _speedup(base_pts, pts)
+            partners = _partners(group, base, knob, defaults, knobs)
+            if partners:
+                method = "paired"
+                base_used = list({p.number: p for ps in partners.values() for p in ps}.values())
+                speedup, ci = _paired_speedup(group, partners)
+            else:
+                method, base_used = "marginal", base
+                speedup, ci = _speedup([p for p in map(_log_latency, base) if p is not None],
+                                       [p for p in map(_log_latency, group) if p is not None])
+            base_failed = sum(map(is_failed, base_used))
+            pts = [p for p in map(_log_latency, group) if p is not None]
+            base_pts = [p for p in map(_log_latency, base_used) if p is not None]
             out.append(KnobEffect(
                 knob=knob, value=value, default=default, n=len(group), n_failed=k,
                 failure_rate=k / len(group), failure_ci=wilson(k, len(group)),
-                default_n=len(base), default_failure_rate=base_failed / len(base) if base else 0.0,
+                default_n=len(base_used),
+                default_failure_rate=base_failed / len(base_used) if base_used else 0.0,
                 n_eligible=len(pts), default_n_eligible=len(base_pts), speedup=speedup, speedup_ci=ci,
+                method=method,
             ))
     return out

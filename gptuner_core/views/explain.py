@@ -84,7 +84,7 @@ def effects_frame(effects: Sequence[KnobEffect]) -> pd.DataFrame:
         "eligible": e.n_eligible, "speedup": e.speedup,
         "speedup_ci_low": e.speedup_ci[0] if e.speedup_ci else None,
         "speedup_ci_high": e.speedup_ci[1] if e.speedup_ci else None,
-        "beyond_noise": e.significant,
+        "beyond_noise": e.significant, "contrast": e.method,
     } for e in effects]
     return pd.DataFrame(rows)
 

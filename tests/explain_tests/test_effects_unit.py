@@ -58,6 +58,17 @@ class TestMainEffects:
         assert narrow.significant and not wide.significant
         assert math.isclose(narrow.speedup, 1.25) and math.isclose(wide.speedup, 1.25)
 
+    def test_effect_is_paired_with_the_route_that_differs_only_in_that_knob(self):
+        """-a=1 halves latency; the only -a=1 route also sets -b=1 (which doubles it). The marginal
+        contrast (1.41x) is biased by -b; pairing with the -b=1 route gives the true 2x."""
+        recs = [_rec(0, "-a=0 -b=0", 10.0), _rec(1, "-a=0 -b=1", 20.0), _rec(2, "-a=1 -b=1", 10.0)]
+        a1 = next(e for e in main_effects(recs, DEFAULTS) if e.knob == "-a")
+        assert a1.method == "paired" and math.isclose(a1.speedup, 2.0)
+        assert a1.default_n == 1, "compared with its partner only"
+        lone = [_rec(0, "-a=0 -b=0", 10.0), _rec(1, "-a=0 -b=1", 20.0), _rec(2, "-a=1 -b=2", 10.0)]
+        a1 = next(e for e in main_effects(lone, DEFAULTS) if e.knob == "-a")
+        assert a1.method == "marginal" and math.isclose(a1.speedup, math.sqrt(2.0))
+
     def test_wilson_interval(self):
         lo, hi = wilson(0, 10)
         assert lo == 0.0 and 0.25 < hi < 0.35
