@@ -62,14 +62,19 @@ class TestProfileSchema:
         again = LayerProfile.load(prof.save(tmp_path / PROFILE_NAME))
         assert again == prof
 
-    def test_second_bundled_sample_profiles_every_gemm(self, tmp_path):
-        """mlp_digits: four Gemm layers, the three hidden ones fused with their Relu."""
-        b = build(MLP, "", tmp_path / "mlp", sample="mlp_digits")
-        prof = LayerProfile.load(capture_profile("onnxruntime", b, None, feeds("mlp_digits"),
-                                                 tmp_path / "mlp", model=MLP, runs=5))
-        gemm_origins = [la.origins for la in prof.layers if "Gemm" in la.kind]
-        assert len(gemm_origins) == 4
-        assert sum(len(o) == 2 for o in gemm_origins) == 3
+    def test_second_bundled_sample_profiles_and_diffs_every_gemm(self, tmp_path):
+        """mlp_digits: four Gemm layers (the hidden three fused with their Relu); its INT8 route's
+        gain comes from the QGemm kernels."""
+        profs = []
+        for i, route in enumerate(["", "-quant:mode=qoperator"]):
+            b = build(MLP, route, tmp_path / f"m{i}", sample="mlp_digits")
+            profs.append(LayerProfile.load(capture_profile(
+                "onnxruntime", b, None, feeds("mlp_digits"), tmp_path / f"m{i}", model=MLP, runs=40)))
+        gemm_origins = [la.origins for la in profs[0].layers if "Gemm" in la.kind]
+        assert len(gemm_origins) == 4 and sum(len(o) == 2 for o in gemm_origins) == 3
+        diff = diff_profiles(*profs)
+        assert diff.delta_ms > 0 and diff.sources(), diff.summary()
+        assert all(r.op == "Gemm" and "QGemm" in r.b_kinds and r.b_precision == "INT8" for r in diff.sources())
 
 
 class TestSeparation:
