@@ -9,8 +9,9 @@ Layers:
 
 * on CUDA, every device kernel (``triton_poi_fused_...``, cuBLAS/cuDNN kernels) by name, with its
   device time;
-* on the CPU, every ATen op called directly by the compiled graph (extern kernels such as
-  ``aten::convolution``/``aten::addmm``), one layer per call position; the generated C++ kernels
+* on the CPU, every op called directly by the compiled graph (extern kernels such as
+  ``aten::convolution``/``aten::addmm``, or ``mkldnn::_convolution_pointwise`` after freezing),
+  one layer per call position; the generated C++ kernels
   run inside the graph's own frame unless Inductor was compiled with
   ``cpp.enable_kernel_profile``, so their time is the graph's self time, one layer named after the
   kernels it contains.
@@ -39,7 +40,9 @@ SOURCE = "torch.profiler (after measurement)"
 _RUN = "gptuner.run."
 _GRAPH = "## Call CompiledFxGraph"
 _SOURCES = re.compile(r"#\s*Topologically Sorted Source Nodes:\s*\[([^\]]*)\](?:,\s*Original ATen:\s*\[([^\]]*)\])?")
-_CALL = re.compile(r"^\s*(?:[\w, ]+=\s*)?(extern_kernels\.\w+|[A-Za-z_]\w*(?:\.run)?)\(")
+_CALL = re.compile(
+    r"^\s*(?:[\w, ]+=\s*)?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|[A-Za-z_]\w*(?:\.run)?)\("
+)
 _KERNEL_DEF = re.compile(r"^(\w+)\s*=\s*async_compile\.(cpp_pybinding|cpp|triton)\(", re.M)
 _PRECISION = {"float32": "FP32", "float16": "FP16", "bfloat16": "BF16", "float64": "FP64"}
 
@@ -67,6 +70,9 @@ def kernel_sources(generated: str | Path) -> dict[str, list[tuple[str, ...]]]:
             callee = c.group(1).removesuffix(".run")
             if callee.startswith("extern_kernels."):
                 key = "aten::" + callee.split(".", 1)[1]
+            elif callee.startswith("torch.ops."):  # torch.ops.mkldnn._convolution_pointwise.default
+                parts = callee.split(".")
+                key = f"{parts[2]}::{parts[3]}"
             elif callee in kernels:
                 key = callee
             else:
