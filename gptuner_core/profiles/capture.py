@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from gptuner_core.profiles.records import LayerProfile
 
 #: backend name -> profiler family
-FAMILIES = {"onnxruntime": "onnxruntime", "torch": "torch", "torch_inductor": "torch", "tensorrt": "tensorrt"}
+FAMILIES = {"onnxruntime": "onnxruntime", "torch": "torch", "tensorrt": "tensorrt"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
