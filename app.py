@@ -17,6 +17,7 @@ PAGES = [
     st.Page("pages/4_Results.py", title="Results", icon=":material/insights:"),
     st.Page("pages/5_Route_trace.py", title="Route trace", icon=":material/route:"),
     st.Page("pages/6_Compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/7_Explain.py", title="Explain", icon=":material/explore:"),
 ]
 
 st.navigation(PAGES).run()

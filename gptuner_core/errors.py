@@ -61,3 +61,7 @@ class ConfigError(GptunerError, ValueError):
 
 class DeviceBusyError(GptunerError, TimeoutError):
     """A measuring device stayed locked by another study longer than the caller would wait."""
+
+
+class ProfileError(GptunerError, ValueError):
+    """A per-layer profile could not be captured, read or compared."""

@@ -41,6 +41,8 @@ _COMMANDS: dict[str, str] = {
     "import": "gptuner_core.cli.export:ImportCommand",
     "replay": "gptuner_core.cli.replay:ReplayCommand",
     "doctor": "gptuner_core.cli.doctor:DoctorCommand",
+    "explain": "gptuner_core.cli.explain:ExplainCommand",
+    "diff": "gptuner_core.cli.diff:DiffCommand",
 }
 
 

@@ -1,0 +1,49 @@
+"""Per-layer profiles of built candidates and the aligned diff of two of them.
+
+``capture_profile`` (run in the candidate's child after measuring) writes ``profile.json``;
+``load_profile`` reads it back; ``diff_profiles`` aligns two profiles by ONNX origin.
+Backend modules (``profiles.onnxruntime``, ``profiles.torch``, ``profiles.tensorrt``) import
+their runtime lazily.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gptuner_core.profiles.capture import ProfileOutcome
+from gptuner_core.profiles.capture import capture_profile
+from gptuner_core.profiles.capture import profile_build
+from gptuner_core.profiles.capture import try_capture_profile
+from gptuner_core.profiles.diff import DiffRow
+from gptuner_core.profiles.diff import LayerDiff
+from gptuner_core.profiles.diff import diff_profiles
+from gptuner_core.profiles.records import PROFILE_NAME
+from gptuner_core.profiles.records import LayerProfile
+from gptuner_core.profiles.records import LayerTime
+
+
+def profile_path(study_dir: str | Path, number: int) -> Path:
+    """Where candidate ``number``'s profile lives in a study folder."""
+    return Path(study_dir) / "candidates" / f"{int(number):05d}" / PROFILE_NAME
+
+
+def load_profile(study_dir: str | Path, number: int) -> LayerProfile | None:
+    """Candidate ``number``'s stored profile, or ``None`` when it has none."""
+    path = profile_path(study_dir, number)
+    return LayerProfile.load(path) if path.is_file() else None
+
+
+__all__ = [
+    "PROFILE_NAME",
+    "DiffRow",
+    "LayerDiff",
+    "LayerProfile",
+    "LayerTime",
+    "ProfileOutcome",
+    "capture_profile",
+    "diff_profiles",
+    "load_profile",
+    "profile_build",
+    "profile_path",
+    "try_capture_profile",
+]

@@ -1,0 +1,211 @@
+"""Per-kernel profile of a ``torch.compile``d candidate with the PyTorch profiler.
+
+:func:`profile` runs the candidate's compiled module ``runs`` times under
+``torch.profiler.profile`` *after* the latency was measured (the profiler is off while the
+samples are taken, and it is stopped before this function returns). Each run is wrapped in a
+``record_function("gptuner.run.<i>")`` so times are kept per run.
+
+Layers:
+
+* on CUDA, every device kernel (``triton_poi_fused_...``, cuBLAS/cuDNN kernels) by name, with its
+  device time;
+* on the CPU, every op called directly by the compiled graph (extern kernels such as
+  ``aten::convolution``/``aten::addmm``, or ``mkldnn::_convolution_pointwise`` after freezing),
+  one layer per call position; the generated C++ kernels
+  run inside the graph's own frame unless Inductor was compiled with
+  ``cpp.enable_kernel_profile``, so their time is the graph's self time, one layer named after the
+  kernels it contains.
+
+:func:`kernel_sources` reads Inductor's generated code (the candidate's artifact) for the
+``# Topologically Sorted Source Nodes: [...]`` comments, mapping kernel calls to the source FX
+nodes (module names) they compute; those become the layers' ``origins``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.errors import ProfileError
+from gptuner_core.profiles.records import LayerProfile
+from gptuner_core.profiles.records import LayerTime
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SOURCE = "torch.profiler (after measurement)"
+_RUN = "gptuner.run."
+_GRAPH = "## Call CompiledFxGraph"
+_SOURCES = re.compile(r"#\s*Topologically Sorted Source Nodes:\s*\[([^\]]*)\](?:,\s*Original ATen:\s*\[([^\]]*)\])?")
+_CALL = re.compile(
+    r"^\s*(?:[\w, ]+=\s*)?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|[A-Za-z_]\w*(?:\.run)?)\("
+)
+_KERNEL_DEF = re.compile(r"^(\w+)\s*=\s*async_compile\.(cpp_pybinding|cpp|triton)\(", re.M)
+_PRECISION = {"float32": "FP32", "float16": "FP16", "bfloat16": "BF16", "float64": "FP64"}
+
+
+def kernel_sources(generated: str | Path) -> dict[str, list[tuple[str, ...]]]:
+    """Callee (``aten::convolution``, ``cpp_fused_relu_0``) -> source-node tuples, in call order.
+
+    Reads every ``*.py`` file of Inductor's generated code under ``generated``.
+    """
+    out: dict[str, list[tuple[str, ...]]] = {}
+    root = Path(generated)
+    files = sorted(root.glob("*.py")) if root.is_dir() else ([root] if root.is_file() else [])
+    for path in files:
+        text = path.read_text(errors="replace")
+        kernels = {m.group(1) for m in _KERNEL_DEF.finditer(text)}
+        pending: tuple[str, ...] = ()
+        for line in text.splitlines():
+            m = _SOURCES.search(line)
+            if m:
+                pending = tuple(s.strip() for s in m.group(1).split(",") if s.strip())
+                continue
+            c = _CALL.match(line)
+            if not c:
+                continue
+            callee = c.group(1).removesuffix(".run")
+            if callee.startswith("extern_kernels."):
+                key = "aten::" + callee.split(".", 1)[1]
+            elif callee.startswith("torch.ops."):  # torch.ops.mkldnn._convolution_pointwise.default
+                parts = callee.split(".")
+                key = f"{parts[2]}::{parts[3]}"
+            elif callee in kernels:
+                key = callee
+            else:
+                continue
+            out.setdefault(key, []).append(pending)
+            pending = ()
+    return out
+
+
+def kernel_names(generated: str | Path) -> list[str]:
+    """Names of the kernels Inductor generated (C++ or Triton)."""
+    root = Path(generated)
+    files = sorted(root.glob("*.py")) if root.is_dir() else []
+    return [m.group(1) for p in files for m in _KERNEL_DEF.finditer(p.read_text(errors="replace"))]
+
+
+def _device_time(e: Any) -> float:
+    for attr in ("device_time_total", "cuda_time_total"):
+        v = getattr(e, attr, None)
+        if v:
+            return float(v)
+    return 0.0
+
+
+def parse_events(
+    events: list[Any],
+    *,
+    device: str,
+    precision: str = "",
+    sources: dict[str, list[tuple[str, ...]]] | None = None,
+    kernels: list[str] | None = None,
+) -> LayerProfile:
+    """A :class:`LayerProfile` from ``torch.profiler`` function events (``prof.events()``)."""
+    sources = sources or {}
+    run_events = sorted((e for e in events if str(e.name).startswith(_RUN)), key=lambda e: int(e.name[len(_RUN):]))
+    if not run_events:
+        msg = "torch profile: no 'gptuner.run.<i>' ranges in the profiler events (expected one per run)"
+        raise ProfileError(msg)
+    n = len(run_events)
+    per_run: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
+    origins: dict[str, tuple[str, ...]] = {}
+
+    def add(name: str, kind: str, run: int, ms: float, origin: tuple[str, ...] = ()) -> None:
+        if name not in per_run:
+            per_run[name] = [0.0] * n
+            kinds[name] = kind
+            origins[name] = origin
+        per_run[name][run] += ms
+
+    def descendants(e: Any) -> list[Any]:
+        out, stack = [], list(e.cpu_children)
+        while stack:
+            x = stack.pop()
+            out.append(x)
+            stack.extend(x.cpu_children)
+        return out
+
+    cuda = device.startswith("cuda")
+    for i, run in enumerate(run_events):
+        seen: dict[str, int] = {}
+        for e in descendants(run):
+            if cuda:
+                for k in getattr(e, "kernels", ()) or ():
+                    add(str(k.name), "cuda kernel", i, float(k.duration) / 1000.0)
+                continue
+            parent = e.cpu_parent
+            if str(e.name).startswith(_GRAPH):
+                extern = sum(float(c.cpu_time_total) for c in e.cpu_children)
+                label = "inductor generated kernels: " + (", ".join(kernels or []) or "(none listed)")
+                add(label[:200], "inductor generated (graph self time)", i,
+                    max(0.0, float(e.cpu_time_total) - extern) / 1000.0)
+            elif parent is not None and str(parent.name).startswith(_GRAPH):
+                name = str(e.name)
+                index = seen.get(name, 0)
+                seen[name] = index + 1
+                srcs = sources.get(name, [])
+                origin = srcs[index] if index < len(srcs) else ()
+                kind = "inductor kernel" if ("cpp_fused" in name or "triton_" in name) else "aten extern kernel"
+                add(f"{name}#{index}", kind, i, float(e.cpu_time_total) / 1000.0, origin)
+    if not per_run and cuda:
+        for e in events:
+            if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
+                add(str(e.name), "cuda kernel", 0, _device_time(e) / 1000.0)
+    layers = tuple(
+        LayerTime(name=name, kind=kinds[name], precision=precision, time_ms=sum(t) / n,
+                  run_ms=tuple(t), calls=1, origins=origins[name], detail=device)
+        for name, t in per_run.items()
+    )
+    wall = sum(float(r.cpu_time_total) for r in run_events) / n / 1000.0
+    notes = ()
+    if not cuda:
+        notes = ("CPU: generated C++ kernels are timed together as the compiled graph's self time "
+                 "(Inductor's cpp.enable_kernel_profile was off at build time)",)
+    return LayerProfile(backend="torch", source=SOURCE, runs=n, layers=layers, wall_ms=wall, notes=notes)
+
+
+def profile(
+    runner: Any,
+    feeds: dict[str, np.ndarray],
+    *,
+    generated: str | Path | None = None,
+    runs: int = 20,
+    warmup: int = 3,
+) -> LayerProfile:
+    """Profile a :class:`~gptuner_core.backends.torch_inductor.runner.TorchRunner` after measuring.
+
+    Args:
+        runner: the candidate's loaded runner (its compiled module is reused, not recompiled).
+        feeds: the measured batch; generated: Inductor's generated code (the build artifact).
+        runs: profiled calls (one ``record_function`` range each); warmup: calls before.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import record_function
+
+    compiled = getattr(runner, "compiled", None)
+    if compiled is None:
+        msg = f"torch profile: expected a torch backend runner (got {type(runner).__name__})"
+        raise ProfileError(msg)
+    runner.prepare(feeds)
+    runner.time_calls(max(0, warmup))
+    device = str(compiled.device)
+    activities = [ProfilerActivity.CPU]
+    if compiled.device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        for i in range(max(1, runs)):
+            with record_function(f"{_RUN}{i}"):
+                runner.time_calls(1)
+    dtype = str(getattr(compiled, "compute_dtype", "")).removeprefix("torch.")
+    return parse_events(
+        list(prof.events()), device=device, precision=_PRECISION.get(dtype, dtype.upper()),
+        sources=kernel_sources(generated) if generated else {},
+        kernels=kernel_names(generated) if generated else [],
+    )

@@ -1,0 +1,66 @@
+"""Explain: why a candidate (default: the winner) differs from the default route — the aligned
+per-layer diff, knob effects with uncertainty, importance, interactions and failure triage."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gptuner_core.dashboard import data
+from gptuner_core.dashboard import explain as ex
+from gptuner_core.dashboard import state
+from gptuner_core.dashboard import widgets
+
+
+ws = widgets.page_setup("Explain", "🧭")
+st.title("Explain")
+study, snap = widgets.require_snapshot(ws)
+if not snap.records:
+    st.info(f"**{study.name}** has no candidates yet.")
+    st.stop()
+
+labels = {r.number: f"#{r.number} · {r.state.value} · {r.requested_route or '(default)'}"[:140]
+          for r in snap.records}
+numbers = list(labels)
+win = (snap.meta.get("winner") or {}).get("number")
+wanted = state.get(state.CANDIDATE)
+if wanted not in labels:
+    eligible = sorted((r for r in snap.records if r.eligible and r.number != numbers[0]),
+                      key=lambda r: r.latency.median_ms)  # type: ignore[union-attr]
+    wanted = win if win in labels and win != numbers[0] else (eligible[0].number if eligible else numbers[0])
+c1, c2 = st.columns(2)
+number = c1.selectbox("Candidate", numbers, index=numbers.index(wanted), format_func=labels.get,
+                      key=f"ex_pick_{study.name}")
+base_number = c2.selectbox("Against", numbers, index=0, format_func=labels.get, key=f"ex_base_{study.name}")
+state.put(state.CANDIDATE, number)
+if win is not None:
+    st.caption(f"Study winner: #{win} — {(snap.meta.get('winner') or {}).get('message', '')}")
+
+expl = ex.explanation(study, number)
+if expl is None:
+    st.stop()
+rec, base = data.candidate(study, number), data.candidate(study, base_number)
+if rec is None or base is None:
+    st.info("That candidate is no longer in the store.")
+    st.stop()
+
+st.subheader("Knobs changed")
+if expl.changed and base_number == expl.baseline:
+    st.dataframe([{"knob": k, "default": d, "candidate": v} for k, d, v in expl.changed],
+                 hide_index=True, width="stretch", key="ex_changed")
+elif base_number == expl.baseline:
+    st.caption("This candidate sets every knob as the default route does.")
+
+st.subheader(f"Per-layer diff #{base.number} → #{rec.number}")
+if base.number == rec.number:
+    st.caption("Pick two different candidates.")
+else:
+    ex.render_layer_diff(study, base, rec, key="ex_diff")
+
+st.subheader("Knob effects (all candidates; failures counted as failures)")
+ex.render_effects(expl, key="ex_eff")
+
+st.subheader("Failure triage")
+ex.render_triage(expl, key="ex_tri")
+
+with st.expander(f"Per-layer profile of #{rec.number}"):
+    ex.render_profile(study, rec, key="ex_prof")

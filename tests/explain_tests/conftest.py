@@ -1,0 +1,42 @@
+"""A real study of the bundled cnn_digits sample, tuned with the real tuner on ONNX Runtime.
+
+Four candidates (fp32 default, int4 weights on fp32 = duplicate, QDQ int8, QDQ int4 which fails
+the accuracy gate). Profiles are captured from the candidates' artifacts with
+``profile_candidate`` (the tuner does not store them yet).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+REPO = Path(__file__).resolve().parents[2]
+EXPR = "-quant:mode=[off|qdq] -quant:weight_type=[int8|int4]"
+QUICK = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 30, "max_time_s": 1.5}
+
+
+def tune(study: Path, expression: str = EXPR) -> Path:
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.tuner import Tuner
+
+    cfg = StudyConfig(
+        model=str(REPO / "assets" / "cnn_digits.onnx"), backend="onnxruntime", expression=expression,
+        search="full", dataset=str(REPO / "assets" / "cnn_digits_eval.npz"), batch_size=32,
+        metric="cos", epsilon=0.01, task_metric="top1", max_task_drop=0.01, measurement=QUICK,
+        revalidate_top_k=1, revalidate_rounds=2, drift_every=0,
+    )
+    Tuner(cfg, study).run()
+    return study
+
+
+@pytest.fixture(scope="session")
+def cnn_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tuned study, with profiles of the default (#0) and the QDQ int8 route (#2)."""
+    from gptuner_core.explain import profile_candidate
+
+    study = tune(tmp_path_factory.mktemp("explain_ws") / "cnn-int8")
+    for n in (0, 2):
+        profile_candidate(study, n, runs=40)
+    return study

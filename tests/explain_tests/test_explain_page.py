@@ -1,0 +1,44 @@
+"""AppTest of the Explain page on the real study: diff, effects, triage and its one-click expression."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+
+pytestmark = pytest.mark.slow
+APP = Path(__file__).resolve().parents[2] / "app.py"
+
+
+def _explain_page(cnn_study, monkeypatch) -> AppTest:
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(cnn_study.parent))
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page("pages/7_Explain.py").run()
+    return at
+
+
+def test_explain_page_renders_the_study(cnn_study, monkeypatch):
+    at = _explain_page(cnn_study, monkeypatch)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    titles = [s.value for s in at.subheader]
+    assert "Per-layer diff #0 → #2" in titles and "Failure triage" in titles
+    summaries = [m.value for m in list(at.success) + list(at.info)]
+    assert any("/c2/conv/Conv" in s or "QLinearConv" in s for s in summaries), summaries
+    frames = [df.value for df in at.dataframe]
+    diff = next(f for f in frames if "layer (ONNX origin)" in f.columns)
+    assert {"delta_ms", "noise_ms", "cause"} <= set(diff.columns)
+    fail = next(f for f in frames if "exclude_expression" in f.columns)
+    assert fail["exclude_expression"].tolist() == ["-quant:mode=[off|qdq] -quant:weight_type=[int8]"]
+
+
+def test_triage_button_offers_the_expression_to_new_run(cnn_study, monkeypatch):
+    from gptuner_core.dashboard import state
+
+    at = _explain_page(cnn_study, monkeypatch)
+    button = next(b for b in at.button if b.label == "Use this expression in New run")
+    button.click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[state.EXPRESSION] == "-quant:mode=[off|qdq] -quant:weight_type=[int8]"
