@@ -26,6 +26,7 @@ FLAGS = {
     "build_timeout_s": "--build-timeout", "measure_timeout_s": "--measure-timeout",
     "revalidate_top_k": "--revalidate-top-k", "revalidate_rounds": "--revalidate-rounds",
     "min_effect": "--min-effect", "drift_every": "--drift-every", "seed": "--seed",
+    "profile_runs": "--profile-runs",
     "metric": "--metric", "task_metric": "--task-metric", "measurement": "--measure-option",
 }
 
@@ -61,7 +62,7 @@ def _check_task_metric(spec: str) -> None:
     """Refuse a task metric that cannot resolve, without running any of its code."""
     import importlib.util
 
-    from gptuner_core.accuracy import _check_spec_format
+    from gptuner_core.accuracy.task import _check_spec_format
 
     module, func = _check_spec_format(spec)
     if not module:
@@ -127,6 +128,7 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "revalidate_rounds", low=2, low_ok=True, integer=True)
     _check_number(cfg, "min_effect", low=0, low_ok=True, high=1)
     _check_number(cfg, "drift_every", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "profile_runs", low=0, low_ok=True, integer=True)
     _check_number(cfg, "max_task_drop", low=0, low_ok=True, optional=True)
     if cfg.max_task_drop is not None and cfg.task_metric is None:
         msg = "--max-task-drop needs --task-metric (top1 or module:function)"
@@ -158,6 +160,8 @@ class StudyConfig:
         revalidate_top_k/revalidate_rounds/min_effect: sequential interleaved re-validation before a
             winner (``revalidate_rounds`` is its round budget; it stops once decided).
         drift_every: re-measure the default route every N candidates (0 = never).
+        profile_runs: runs of the per-layer profile captured after each candidate's latency
+            samples, in a separate session (0 = no profile).
         warm_start: earlier study folders whose best routes (same knob database or model
             family) are proposed right after the default route.
     """
@@ -190,6 +194,7 @@ class StudyConfig:
     keep_artifacts: bool = True
     output: str | None = None
     warm_start: tuple[str, ...] = ()
+    profile_runs: int = 10
 
     def __post_init__(self) -> None:
         validate(self)

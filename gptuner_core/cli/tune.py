@@ -138,6 +138,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         min_effect=args.min_effect,
         drift_every=args.drift_every,
         keep_artifacts=not args.discard_artifacts,
+        profile_runs=args.profile_runs,
         output=str(Path(args.output).resolve()) if args.output else None,
         warm_start=tuple(str(Path(w).resolve()) for w in args.warm_start or ()),
     )
@@ -202,6 +203,9 @@ class TuneCommand(Command):
         parser.add_argument("--min-effect", type=float, default=0.01)
         parser.add_argument("--drift-every", type=int, default=10)
         parser.add_argument("--discard-artifacts", action="store_true")
+        parser.add_argument("--profile-runs", type=int, default=10, metavar="N",
+                            help="per-layer profile runs after each candidate's latency samples "
+                            "(a separate session; 0 = no profile)")
         parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json)")
         parser.add_argument("--quiet", action="store_true")
 

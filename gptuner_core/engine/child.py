@@ -44,19 +44,13 @@ def _npz(path: str | None) -> dict[str, np.ndarray] | None:
         return {k: data[k] for k in data.files}
 
 
-def _batches(inputs: dict[str, np.ndarray], batch_size: int):  # noqa: ANN202
-    n = len(next(iter(inputs.values())))
-    for start in range(0, n, batch_size):
-        yield {k: v[start : start + batch_size] for k, v in inputs.items()}
-
-
 def _measure(runner: Any, job: ChildJob) -> dict[str, Any]:
+    from gptuner_core.batching import take
     from gptuner_core.measurement import SamplingSettings
     from gptuner_core.measurement import measure
 
     inputs = _npz(job.inputs) or {}
-    bs = int(job.batch_size)
-    runner.prepare({k: v[:bs] for k, v in inputs.items()})
+    runner.prepare(take(inputs, job.batch_axes, slice(0, int(job.batch_size))))
     settings = SamplingSettings(**job.measurement)
     if job.measure_scale != 1.0:
         settings = settings.scaled(job.measure_scale)
@@ -103,7 +97,8 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         if build.artifact.is_dir()
         else build.artifact.stat().st_size
     )
-    key = artifact_key(sha, build.info)
+    identity = backend.artifact_identity(build)  # a canonical form where bytes can differ
+    key = artifact_key(identity or sha, build.info)
     built = ChildResult(
         state=CandidateState.COMPLETE, effective_route=build.effective_route, info=build.info,
         artifact=str(build.artifact), sha256=sha, artifact_key=key, size=size,
@@ -112,17 +107,30 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
     if key in job.known_artifacts:
         return built.replace(state=CandidateState.DUPLICATE, duplicate_of=job.known_artifacts[key]).to_json()
     phase("measure")
+    from gptuner_core.batching import iter_batches
+    from gptuner_core.batching import rows_of
+    from gptuner_core.batching import stack_outputs
+    from gptuner_core.batching import take
+
     with backend.load(build) as runner:
         inputs = _npz(job.inputs) or {}
-        collected: dict[str, list[np.ndarray]] = {}
-        for feed in _batches(inputs, int(job.batch_size)):
-            for name, value in runner.infer(feed).items():
-                collected.setdefault(name, []).append(np.asarray(value))
-        outputs = {k: np.concatenate(v, axis=0) for k, v in collected.items()}
+        feeds = list(iter_batches(inputs, int(job.batch_size), job.batch_axes))
+        outs = [runner.infer(feed) for feed in feeds]
+        outputs = stack_outputs(outs, [rows_of(f, job.batch_axes) for f in feeds])
         np.savez(workdir / "outputs.npz", **outputs)
         task = _task_metric(job, outputs)
         measured = _measure(runner, job)
-    return built.replace(**measured, **task).to_json()
+        profile: dict[str, Any] = {}
+        if job.profile_runs > 0:  # after the samples, in a separate session: they stay as measured
+            from gptuner_core.profiles import try_capture_profile
+
+            phase("profile")
+            first = take(inputs, job.batch_axes, slice(0, int(job.batch_size)))
+            out = try_capture_profile(job.backend, build, runner, first, workdir,
+                                      model=job.model, runs=job.profile_runs)
+            profile = {"path": str(out.path) if out.path else None, "error": out.error,
+                       "seconds": out.seconds}
+    return built.replace(**measured, **task, profile=profile).to_json()
 
 
 def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:

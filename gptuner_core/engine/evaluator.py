@@ -87,13 +87,15 @@ class IsolatedEvaluator:
             task_metric=cfg.task_metric,
             labels=str(inputs.labels_path) if inputs.labels_path else None,
             golden=str(ws.golden) if ws.golden.exists() else None,
+            batch_axes=dict(inputs.batch_axes), profile_runs=cfg.profile_runs,
         )
         return job.replace(**changes)
 
     def _timeouts(self, build_timeout: float | None = None) -> dict[str, float]:
         cfg = self.ctx.config
         build = build_timeout if build_timeout is not None else cfg.build_timeout_s
-        return {"start": build, "build": build, "measure": cfg.measure_timeout_s}
+        return {"start": build, "build": build, "measure": cfg.measure_timeout_s,
+                "profile": cfg.measure_timeout_s}
 
     def _run(self, target: str, job: ChildJob, workdir: Path, timeouts: dict[str, float],
              on_phase: Callable[[str], None] | None = None) -> ChildResult:
@@ -152,7 +154,8 @@ class IsolatedEvaluator:
             phase=res.phase, finished_at=time.time(), effective_route=res.effective_route,
             build_time_s=res.build_time_s, artifact_path=res.artifact,
             artifact_sha256=res.sha256, artifact_size=res.size,
-            extra={"artifact_key": res.artifact_key, "info": res.info, "phase_times": res.phase_times},
+            extra={"artifact_key": res.artifact_key, "info": res.info, "phase_times": res.phase_times,
+                   **({"profile": res.profile} if res.profile else {})},
         )
         if res.state is CandidateState.DUPLICATE:
             original = next(r for r in history if r.number == res.duplicate_of)
@@ -207,6 +210,6 @@ class IsolatedEvaluator:
         job = self.job(
             record.requested_route, artifact=record.artifact_path,
             effective_route=record.effective_route, info=record.extra.get("info", {}),
-            measure_scale=scale, task_metric=None,
+            measure_scale=scale, task_metric=None, profile_runs=0,
         )
         return self._run(REMEASURE_TARGET, job, workdir, self._timeouts())

@@ -37,6 +37,7 @@ class StudyInputs:
     labels_path: Path | None
     labels: np.ndarray | None
     sha256: str
+    batch_axes: dict[str, int | None]
 
 
 def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]) -> Dataset:
@@ -89,7 +90,8 @@ def store_inputs(ws: StudyWorkspace, ds: Dataset) -> str:
 
 
 def open_inputs(
-    ws: StudyWorkspace, cfg: StudyConfig, specs: list[TensorSpec], recorded_sha: str | None
+    ws: StudyWorkspace, cfg: StudyConfig, specs: list[TensorSpec], recorded_sha: str | None,
+    batch_axes: dict[str, int | None] | None = None,
 ) -> StudyInputs:
     """The stored inputs of a study, verified against the hash recorded at creation.
 
@@ -132,4 +134,5 @@ def open_inputs(
     return StudyInputs(
         inputs_path=ws.inputs, calibration_path=ws.calibration,
         labels_path=ws.labels if labels is not None else None, labels=labels, sha256=str(sha),
+        batch_axes=dict(batch_axes or {}),
     )

@@ -162,6 +162,7 @@ class Tuner:
             store.init_study(cfg.to_json(), current)
             store.set_meta("knob_db", self.db.to_json())
             store.set_meta("inputs_sha256", sha)
+            store.set_meta("batch_axes", dict(getattr(dataset, "batch_axes", {}) or {}))
             store.set_status(StudyStatus.CREATED)
         ws.commit_creation()
 
@@ -219,7 +220,8 @@ class Tuner:
         self.ws.clear_stop()  # no tuner ran on this study, so any stop request is stale
         store.set_meta("pid", os.getpid())
         store.set_status(StudyStatus.RUNNING, "")
-        inputs = open_inputs(self.ws, cfg, self.specs, store.get_meta("inputs_sha256"))
+        inputs = open_inputs(self.ws, cfg, self.specs, store.get_meta("inputs_sha256"),
+                             store.get_meta("batch_axes"))
         evaluator = self._evaluator(inputs)
         strategy = self._strategy(store)
         history = store.candidates(with_samples=False)

@@ -37,6 +37,8 @@ class ChildJob:
     task_metric: str | None = None
     labels: str | None = None
     golden: str | None = None
+    batch_axes: dict[str, int | None] = field(default_factory=dict)
+    profile_runs: int = 0
 
     def replace(self, **changes: Any) -> ChildJob:
         return dataclasses.replace(self, **changes)
@@ -95,6 +97,7 @@ class ChildResult:
     measure_time_s: float | None = None
     task_metric: float | None = None
     task_error: str | None = None
+    profile: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
