@@ -72,19 +72,44 @@ class BuildResult:
 
 
 class Runner(abc.ABC):
-    """A loaded artifact, ready to run. Use as a context manager; ``close`` frees resources."""
+    """A loaded artifact, ready to run. Use as a context manager; ``close`` frees resources.
+
+    :meth:`prepare` and :meth:`time_calls` are template methods: the base checks that inputs
+    were prepared before timing and that ``n >= 1`` (one message for every backend);
+    subclasses implement :meth:`_prepare` and :meth:`_time_calls`.
+    """
+
+    _ready: bool = False
 
     @abc.abstractmethod
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once on host arrays and return host arrays keyed by output name."""
 
-    @abc.abstractmethod
     def prepare(self, feeds: dict[str, np.ndarray]) -> None:
         """Bind the inputs used by :meth:`time_calls` (copy to device, allocate outputs)."""
+        self._ready = False
+        self._prepare(feeds)
+        self._ready = True
 
-    @abc.abstractmethod
     def time_calls(self, n: int) -> int:
         """Run the prepared inputs ``n`` times back-to-back; return elapsed nanoseconds."""
+        from gptuner_core.errors import BackendError
+
+        if not self._ready:
+            msg = f"{type(self).__name__}.time_calls() before prepare(): bind the inputs first"
+            raise BackendError(msg)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            msg = f"time_calls(n) needs an integer n >= 1 (got {n!r})"
+            raise BackendError(msg)
+        return self._time_calls(n)
+
+    @abc.abstractmethod
+    def _prepare(self, feeds: dict[str, np.ndarray]) -> None:
+        """Bind ``feeds`` for timing (called by :meth:`prepare`)."""
+
+    @abc.abstractmethod
+    def _time_calls(self, n: int) -> int:
+        """Time ``n`` calls of the prepared inputs, in nanoseconds (``n >= 1``, prepared)."""
 
     def telemetry(self) -> dict[str, Any]:
         """Environment readings for the current measurement window (clocks, temperature...)."""

@@ -181,6 +181,14 @@ class BackendContract:
             many = min(runner.time_calls(20) for _ in range(3))
         assert many > few > 0
 
+    def test_timing_before_prepare_is_refused(self, backend: Backend, built: BuildResult) -> None:
+        """The Runner base owns the guard: timing unprepared inputs is a BackendError."""
+        from gptuner_core.errors import BackendError
+
+        with backend.load(built) as runner:
+            with pytest.raises(BackendError, match=r"time_calls\(\) before prepare\(\)"):
+                runner.time_calls(1)
+
     def test_telemetry_is_a_dict(self, backend: Backend, built: BuildResult) -> None:
         """telemetry() returns a JSON-able dict (possibly empty)."""
         with backend.load(built) as runner:

@@ -51,13 +51,13 @@ class _OrtRunner(Runner):
         names = [o.name for o in self.sess.get_outputs()]
         return dict(zip(names, self.sess.run(None, feeds), strict=True))
 
-    def prepare(self, feeds: dict[str, np.ndarray]) -> None:
+    def _prepare(self, feeds: dict[str, np.ndarray]) -> None:
         self.feeds = feeds
         if self.mode == "hang_measure":
             while True:
                 time.sleep(1)
 
-    def time_calls(self, n: int) -> int:
+    def _time_calls(self, n: int) -> int:
         t0 = time.perf_counter_ns()
         for _ in range(n):
             self.sess.run(None, self.feeds)

@@ -80,7 +80,7 @@ class OrtRunner(Runner):
             raise BackendError(msg) from None
         return dict(zip(self._output_names, outs, strict=True))
 
-    def prepare(self, feeds: dict[str, np.ndarray]) -> None:
+    def _prepare(self, feeds: dict[str, np.ndarray]) -> None:
         import numpy as np
         import onnxruntime as ort
 
@@ -98,13 +98,7 @@ class OrtRunner(Runner):
             keep.append(value)
         self._binding, self._keep = binding, keep
 
-    def time_calls(self, n: int) -> int:
-        if self._binding is None:
-            msg = "OrtRunner.time_calls() called before prepare()"
-            raise RuntimeError(msg)
-        if n < 1:
-            msg = f"time_calls(n) needs n >= 1 (got {n})"
-            raise ValueError(msg)
+    def _time_calls(self, n: int) -> int:
         run, binding = self._session.run_with_iobinding, self._binding
         t0 = time.perf_counter_ns()
         for _ in range(n):

@@ -180,7 +180,7 @@ class TensorRTRunner(Runner):
             cuda_call(rt.cudaGraphDestroy(graph), "cudaGraphDestroy")
 
     # -- Runner -----------------------------------------------------------------------------
-    def prepare(self, feeds: dict[str, Any]) -> None:
+    def _prepare(self, feeds: dict[str, Any]) -> None:
         import numpy as np
 
         missing = sorted(set(self._inputs) - set(feeds))
@@ -221,13 +221,7 @@ class TensorRTRunner(Runner):
             self._capture()
         self._prepared_key = key
 
-    def time_calls(self, n: int) -> int:
-        if self._prepared_key is None:
-            msg = "time_calls() before prepare(): bind inputs first"
-            raise BackendError(msg)
-        if n < 1:
-            msg = f"time_calls(n) needs n >= 1, got {n}"
-            raise BackendError(msg)
+    def _time_calls(self, n: int) -> int:
         rt = self._rt
         start, stop = self._events
         cuda_call(rt.cudaEventRecord(start, self._stream), "cudaEventRecord(start)")

@@ -42,7 +42,7 @@ class TrtexecRunner(Runner):
     def log_path(self) -> Path:
         return self.workdir / "trtexec_run.log"
 
-    def prepare(self, feeds: dict[str, Any]) -> None:
+    def _prepare(self, feeds: dict[str, Any]) -> None:
         import numpy as np
 
         loads, shapes = [], {}
@@ -88,10 +88,7 @@ class TrtexecRunner(Runner):
             raise TrtexecChildError(msg, outcome)
         return outcome
 
-    def time_calls(self, n: int) -> int:
-        if n < 1:
-            msg = f"time_calls(n) needs n >= 1, got {n}"
-            raise BackendError(msg)
+    def _time_calls(self, n: int) -> int:
         result = self.workdir / "timing_result.json"
         outcome = self._child(self._argv(n, [f"--tuningResultFile={result}"]), result)
         assert outcome.result is not None

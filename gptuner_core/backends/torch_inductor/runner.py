@@ -153,7 +153,7 @@ class TorchRunner(Runner):
             name: np.concatenate([p[i] for p in pieces], axis=0) for i, name in enumerate(names)
         }
 
-    def prepare(self, feeds: dict[str, np.ndarray]) -> None:
+    def _prepare(self, feeds: dict[str, np.ndarray]) -> None:
         inputs = self._tensors(feeds)
         self._run_exact(inputs)  # compiles a new shape here, outside timing
         self._prepared = inputs
@@ -163,10 +163,7 @@ class TorchRunner(Runner):
         if self.compiled.device.type == "cuda":
             self._torch.cuda.synchronize(self.compiled.device)
 
-    def time_calls(self, n: int) -> int:
-        if self._prepared is None:
-            msg = "torch backend: time_calls() before prepare() (no inputs bound)"
-            raise BackendError(msg)
+    def _time_calls(self, n: int) -> int:
         torch = self._torch
         inputs = self._prepared
         fn = self.compiled.fn
