@@ -27,7 +27,6 @@ How the engine uses it::
     res.verdict         # Verdict.WINNER | NOT_FASTER | INCONCLUSIVE; res.message says why
     res.winner          # int | None; res.projected_rounds when inconclusive
     store.set_meta("winner", res.winner_meta())
-    # (the fixed-round m.revalidate(top, 0, measure_fresh, rounds=5, ...) is kept for callers)
 
     # regimes: per-process medians or one window's samples in two speed levels
     m.detect_regimes(medians_ms, scope="processes", route=3)   # -> Regimes
@@ -52,8 +51,7 @@ Public API:
 * :func:`revalidate_sequential` ``(contenders, default, measure_fresh, plan=None, *, seed=0,
   on_round=None, clock=time.monotonic) -> SequentialResult``, :class:`SequentialPlan`,
   :class:`SequentialResult`, :class:`ContenderVerdict`, :class:`Verdict`.
-* :func:`revalidate` ``(candidates, default, measure_fresh, rounds=5, seed=0, min_effect=0.01,
-  confidence=0.95) -> RevalidationResult`` (fixed rounds), :func:`schedule`, :func:`paired_speedup`.
+* :func:`schedule` (the interleaved order), :func:`paired_speedup`.
 * :func:`detect_regimes` ``(values_ms, *, scope="processes"|"window", route=None) -> Regimes``.
 * :func:`drift`, :func:`drift_range`, :func:`normalize`, :func:`normalized_speedup`,
   :func:`nearest`, :func:`baselines`, :class:`Baseline`.
@@ -79,9 +77,7 @@ from gptuner_core.measurement.health import HealthSummary
 from gptuner_core.measurement.health import health_summary
 from gptuner_core.measurement.regimes import Regimes
 from gptuner_core.measurement.regimes import detect_regimes
-from gptuner_core.measurement.revalidation import RevalidationResult
 from gptuner_core.measurement.revalidation import paired_speedup
-from gptuner_core.measurement.revalidation import revalidate
 from gptuner_core.measurement.revalidation import schedule
 from gptuner_core.measurement.sampling import STOP_REASONS
 from gptuner_core.measurement.sampling import MeasureResult
@@ -116,7 +112,6 @@ __all__ = [
     "HealthSummary",
     "MeasureResult",
     "Regimes",
-    "RevalidationResult",
     "SamplingSettings",
     "SequentialPlan",
     "SequentialResult",
@@ -138,7 +133,6 @@ __all__ = [
     "normalized_speedup",
     "paired_speedup",
     "rank",
-    "revalidate",
     "revalidate_sequential",
     "schedule",
     "speedup",

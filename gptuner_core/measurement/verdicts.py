@@ -2,7 +2,7 @@
 
 See :mod:`gptuner_core.measurement.sequential` for how they are computed. All are frozen, slotted,
 keyword-only dataclasses with ``to_json``/``from_json``; :meth:`SequentialResult.winner_meta` is the
-store's ``winner`` meta (a superset of the fixed-round ``RevalidationResult.winner_meta``).
+store's ``winner`` meta.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class SequentialResult:
         return next(c for c in self.contenders if c.number == number)
 
     def winner_meta(self) -> dict[str, Any]:
-        """The store's ``winner`` meta: the keys of :meth:`RevalidationResult.winner_meta` plus
+        """The store's ``winner`` meta: number, speedup, ci, significant, message, best plus
         ``verdict``, ``rounds``, ``method``, ``confidence``, ``min_effect``, ``projected_rounds``."""
         chosen = self.winner if self.winner is not None else self.best
         est = self.contender(chosen).estimate if chosen is not None else None
