@@ -97,6 +97,11 @@ def _device_time(e: Any) -> float:
     return 0.0
 
 
+def _on_cpu(event: Any) -> bool:
+    kind = getattr(event, "device_type", None)
+    return kind is None or str(kind).rsplit(".", 1)[-1].upper() == "CPU"
+
+
 def parse_events(
     events: list[Any],
     *,
@@ -107,7 +112,12 @@ def parse_events(
 ) -> LayerProfile:
     """A :class:`LayerProfile` from ``torch.profiler`` function events (``prof.events()``)."""
     sources = sources or {}
-    run_events = sorted((e for e in events if str(e.name).startswith(_RUN)), key=lambda e: int(e.name[len(_RUN):]))
+    # on CUDA each record_function range appears twice (the CPU range and its device-side copy,
+    # which has no children): count the CPU ranges only, or every other run reads as 0 ms
+    run_events = sorted(
+        (e for e in events if str(e.name).startswith(_RUN) and _on_cpu(e)),
+        key=lambda e: int(e.name[len(_RUN):]),
+    )
     if not run_events:
         msg = "torch profile: no 'gptuner.run.<i>' ranges in the profiler events (expected one per run)"
         raise ProfileError(msg)
