@@ -1,8 +1,9 @@
 """A real study of the bundled cnn_digits sample, tuned with the real tuner on ONNX Runtime.
 
 Four candidates (fp32 default, int4 weights on fp32 = duplicate, QDQ int8, QDQ int4 which fails
-the accuracy gate). Profiles are captured from the candidates' artifacts with
-``profile_candidate`` (the tuner does not store them yet).
+the accuracy gate). The tuner's own profiles are off here (``profile_runs=0``): longer profiles of
+#0 and #2 are captured from their artifacts with ``profile_candidate``, and #3 has none (the
+missing-profile message is tested).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def tune(study: Path, expression: str = EXPR) -> Path:
         model=str(REPO / "assets" / "cnn_digits.onnx"), backend="onnxruntime", expression=expression,
         search="full", dataset=str(REPO / "assets" / "cnn_digits_eval.npz"), batch_size=32,
         metric="cos", epsilon=0.01, task_metric="top1", max_task_drop=0.01, measurement=QUICK,
-        revalidate_top_k=1, revalidate_rounds=2, drift_every=0,
+        revalidate_top_k=1, revalidate_rounds=2, drift_every=0, profile_runs=0,
     )
     Tuner(cfg, study).run()
     return study
