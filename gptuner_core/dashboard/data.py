@@ -148,3 +148,11 @@ def events(study_dir: str | Path, kind: str) -> tuple[dict[str, Any], ...]:
     """Payloads of the study's events of one kind (``baseline``, ``revalidation``...)."""
     path = str(Path(study_dir))
     return _events(path, revision(path), kind)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def input_specs(backend: str, model: str, mtime_ns: int) -> Any:
+    """The backend's input specs for ``model`` (``list[TensorSpec]``)."""
+    from gptuner_core.backends import get_backend
+
+    return get_backend(backend).input_specs(Path(model))

@@ -180,3 +180,14 @@ def pid_alive(pid: int | None) -> bool | None:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def dataset_has_labels(dataset: Path) -> bool:
+    """Whether an ``.npz`` dataset holds a ``labels`` array (then top1 is the default metric)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(dataset) as zf:
+            return any(n in ("labels", "labels.npy") for n in zf.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
