@@ -125,3 +125,30 @@ def code_references(config: Any, *, study: str | Path | None = None) -> list[str
         if value not in (None, "", "trtexec"):
             out.append(f"backend option {key}: {value} (executable, run for every candidate)")
     return out
+
+
+def study_file(study: str | Path, stored: str | None, *, what: str = "file",
+               fallback: str | Path | None = None) -> tuple[Path | None, str]:
+    """The file to show for a path the store recorded, and a note (``""`` when none).
+
+    A stored path inside the study is used as is. A path recorded on another machine
+    (``/tmp/x/candidates/00001/log.txt``) is re-rooted at this study's ``candidates/...`` when
+    that copy exists. Anything else is refused: ``(None, reason)``.
+    """
+    study = Path(study)
+    if stored:
+        try:
+            return confined(stored, study, what=what), ""
+        except UntrustedPathError as exc:
+            refusal = str(exc)
+        parts = Path(stored).parts
+        if "candidates" in parts:
+            tail = Path(*parts[len(parts) - 1 - parts[::-1].index("candidates"):])
+            local = study / tail
+            if local.exists() and _inside(local, study):
+                return local.resolve(), (f"{what} was recorded at '{stored}' (another machine or "
+                                         f"folder); showing the study's own copy '{tail}'")
+        return None, refusal
+    if fallback is not None and Path(fallback).exists() and _inside(Path(fallback), study):
+        return Path(fallback).resolve(), ""
+    return None, f"{what}: none recorded"

@@ -40,6 +40,7 @@ from gptuner_core.views.studies import StudySummary
 from gptuner_core.views.studies import effective_status
 from gptuner_core.views.studies import live_progress
 from gptuner_core.views.studies import recent_failures
+from gptuner_core.views.studies import revalidation_progress
 from gptuner_core.views.studies import stale_reasons
 from gptuner_core.views.studies import studies_frame
 from gptuner_core.views.studies import study_summary
@@ -82,6 +83,7 @@ __all__ = [
     "overlaid_samples_figure",
     "pareto_mask",
     "recent_failures",
+    "revalidation_progress",
     "repro_commands",
     "route_counts",
     "route_diff_frame",

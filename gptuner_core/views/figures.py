@@ -65,30 +65,47 @@ def speedup_figure(df: pd.DataFrame, *, top: int = 30) -> go.Figure:
     return _layout(fig, f"Speedup vs default (top {len(sub)}, 95 % CI)", "candidate", "speedup (x)")
 
 
-def history_figure(history: pd.DataFrame) -> go.Figure:
-    """Median latency of every eligible candidate in study order and the best so far."""
+def history_figure(history: pd.DataFrame, *, max_points: int = 5000) -> go.Figure:
+    """Median latency of eligible candidates in study order (thinned to ``max_points``, every
+    improvement kept) and the best so far."""
     import plotly.graph_objects as go
 
+    points = history
+    if len(history) > max_points:
+        step = len(history) // max_points + 1
+        improved = history["best_ms"].diff().fillna(-1) != 0
+        points = history[(history.index % step == 0) | improved]
     fig = go.Figure()
     fig.add_trace(
         go.Scattergl(
-            x=history["number"],
-            y=history["median_ms"],
+            x=points["number"],
+            y=points["median_ms"],
             mode="markers",
-            name="eligible candidate",
+            name="eligible candidate" + (f" ({len(points):,} of {len(history):,})"
+                                         if len(points) < len(history) else ""),
             marker={"color": "#1f77b4", "size": 6, "opacity": 0.6},
         )
     )
+    steps = history[history["best_ms"].diff().fillna(-1) != 0]
+    if len(history):
+        steps = pd_concat_last(steps, history)
     fig.add_trace(
         go.Scatter(
-            x=history["number"],
-            y=history["best_ms"],
+            x=steps["number"],
+            y=steps["best_ms"],
             mode="lines",
             line={"shape": "hv", "color": "#d62728"},
             name="best so far",
         )
     )
     return _layout(fig, "Best-so-far history", "candidate number", "median latency (ms)")
+
+
+def pd_concat_last(steps: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
+    """``steps`` plus the last row of ``history`` (so the best-so-far line reaches the end)."""
+    import pandas as pd
+
+    return pd.concat([steps, history.tail(1)]).drop_duplicates(subset="number")
 
 
 def samples_histogram(samples_ms: Sequence[float], *, title: str = "Raw latency samples") -> go.Figure:

@@ -37,7 +37,7 @@ def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
     eligible_before = int(metrics["eligible"])
     failed_before = int(metrics["accuracy-failed"])
     assert failed_before > 0
-    at.number_input(key="res_eps_digits-study").set_value(1.0).run()
+    at.text_input(key="res_eps_digits-study").set_value("1").run()
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["eligible"]) == eligible_before + failed_before
     assert int(metrics["accuracy-failed"]) == 0
@@ -47,6 +47,7 @@ def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
 def test_results_table_filter(finished_workspace, monkeypatch) -> None:
     """The table filter narrows rows to one category."""
     at = _page(finished_workspace, "pages/4_Results.py", monkeypatch)
+    at.segmented_control(key="res_view").set_value("Table").run()
     at.multiselect(key="res_cats").set_value(["crashed / failed"]).run()
     table = at.dataframe[0].value
     assert len(table) > 0 and set(table["category"]) == {"crashed / failed"}

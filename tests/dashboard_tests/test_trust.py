@@ -64,3 +64,14 @@ class TestCodeReferences:
         refs = trust.code_references({"model": "m.onnx", "task_metric": "evil.py:metric"},
                                      study=tmp_path)
         assert refs == ["task metric: evil.py:metric (Python file, imported and run)"]
+
+
+def test_study_file_reroots_foreign_machine_paths(tmp_path) -> None:
+    """The bundled H200 study recorded '/tmp/torch_h200/candidates/00001/log.txt'."""
+    log = tmp_path / "candidates" / "00001" / "log.txt"
+    log.parent.mkdir(parents=True)
+    log.write_text("ok")
+    path, note = trust.study_file(tmp_path, "/elsewhere/torch_h200/candidates/00001/log.txt", what="log")
+    assert path == log.resolve() and "showing the study's own copy" in note
+    path, note = trust.study_file(tmp_path, "/etc/passwd", what="log")
+    assert path is None and "outside the study folder" in note
