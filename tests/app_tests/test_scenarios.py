@@ -87,3 +87,25 @@ def test_new_run_rejects_bad_upload(empty_workspace, monkeypatch) -> None:
     assert not at.exception
     assert any("not a valid ONNX model" in e.value for e in at.error)
     assert not list(empty_workspace.rglob("*.onnx"))  # nothing stored
+
+
+def _failed_launch(ws):
+    folder = ws / "broken-20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "launch.json").write_text('{"argv": ["m.onnx", "--epsilon", "0"]}')
+    (folder / "tuner.log").write_text("gptuner: error: --epsilon must be a positive number (got 0.0)\n")
+    return folder
+
+
+def test_failed_launch_on_overview_and_live(empty_workspace, monkeypatch) -> None:
+    """Defect: a run that failed to start never appeared on Overview, and Live stayed forever at
+    "Starting … (exited)". Now both show it failed, with the cause from its log."""
+    folder = _failed_launch(empty_workspace)
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    assert any("failed to start" in e.value and "--epsilon must be a positive number" in e.value
+               for e in at.error), [e.value for e in at.error]
+    at = _page(empty_workspace, "pages/3_Live.py", monkeypatch,
+               **{state.LAST_LAUNCH: {"study": folder.name, "pid": 2**22 + 12345,
+                                      "command": "gptuner tune m.onnx --epsilon 0"}})
+    assert any("failed to start" in e.value and "positive number" in e.value for e in at.error)
