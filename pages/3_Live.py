@@ -95,10 +95,9 @@ def live_panel() -> None:
     c1.metric("ETA", prog.eta)
     c2.metric("Current candidate", prog.current)
     c3.metric("Phase", prog.phase)
-    ranked = views.apply_epsilon(data.frame(study), s.records, s.config.get("epsilon"),
-                                 metric=str(s.config.get("metric", "l2")),
-                                 task_metric=s.config.get("task_metric"),
-                                 max_drop=s.config.get("max_task_drop"))
+    ranked = data.ranked(study, s.config.get("epsilon"), metric=str(s.config.get("metric", "l2")),
+                         task_metric=s.config.get("task_metric"),
+                         max_drop=s.config.get("max_task_drop"))
     best = views.winner(ranked)
     c4.metric("Best so far", "—" if best is None else f"{best['speedup']:.3f}x",
               None if best is None else f"#{int(best['number'])} · {best['median_ms']:.4g} ms",

@@ -53,8 +53,8 @@ def results() -> None:
         else:
             chosen[study.name] = epsilon
             state.put(state.EPSILON, chosen)
-    ranked = views.apply_epsilon(frame, s.records, epsilon, metric=metric,
-                                 task_metric=cfg.get("task_metric"), max_drop=cfg.get("max_task_drop"))
+    ranked = data.ranked(study, epsilon, metric=metric, task_metric=cfg.get("task_metric"),
+                         max_drop=cfg.get("max_task_drop"))
     best = views.winner(ranked)
     counts = ranked["category"].value_counts()
     c3.caption(f"configured ε: {cfg.get('epsilon')} · now: {epsilon if gate_on else 'off'} — the "

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard.workspace import study_dirs
 from gptuner_core.errors import GptunerError
@@ -35,10 +34,8 @@ def compare_studies(ws: Path) -> None:
             st.error(f"Cannot read study '{name}': {exc}")
             continue
         cfg = snap.config
-        ranked = views.apply_epsilon(data.frame(ws / name), snap.records, cfg.get("epsilon"),
-                                     metric=str(cfg.get("metric", "l2")),
-                                     task_metric=cfg.get("task_metric"),
-                                     max_drop=cfg.get("max_task_drop"))
+        ranked = data.ranked(ws / name, cfg.get("epsilon"), metric=str(cfg.get("metric", "l2")),
+                             task_metric=cfg.get("task_metric"), max_drop=cfg.get("max_task_drop"))
         lines.append(study_line(name, cfg, snap.fingerprint, snap.meta, ranked))
         frames[name] = ranked
     if len(frames) < 2:

@@ -36,12 +36,20 @@ def _picked_links(numbers: list[int]) -> None:
     c2.page_link("pages/6_Compare.py", label="Compare", icon=":material/compare_arrows:")
 
 
-def scatter_tab(ranked: pd.DataFrame, *, epsilon: float | None, metric: str,
+@st.cache_resource(max_entries=32, ttl=3600, show_spinner=False)
+def _scatter(path: str, rev: tuple[int, ...], epsilon: float | None, metric: str, log_y: bool,
+             winner: int | None, _ranked: pd.DataFrame) -> object:
+    """The scatter of one store revision at one ε (reruns for selections and toggles reuse it;
+    the figure is never mutated by the page)."""
+    return views.accuracy_latency_figure(_ranked, epsilon=epsilon, metric=metric, log_y=log_y,
+                                         winner=winner)
+
+
+def scatter_tab(study: Path, ranked: pd.DataFrame, *, epsilon: float | None, metric: str,
                 winner: int | None) -> None:
     log_y = st.toggle("Log-scale accuracy axis", value=bool(state.get(state.LOG_Y)), key="res_logy")
     state.put(state.LOG_Y, log_y)
-    fig = views.accuracy_latency_figure(ranked, epsilon=epsilon, metric=metric, log_y=log_y,
-                                        winner=winner)
+    fig = _scatter(str(study), data.revision(study), epsilon, metric, log_y, winner, ranked)
     event = st.plotly_chart(fig, key="res_scatter", on_select="rerun", selection_mode="points")
     points = (event.selection.points if event is not None else []) or []
     picked = [int(p["customdata"][0]) for p in points if p.get("customdata")]
@@ -158,7 +166,7 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
 
     view = st.segmented_control("View", list(TABS), default=TABS[0], key="res_view") or TABS[0]
     if view == "Accuracy vs latency":
-        scatter_tab(ranked, epsilon=epsilon, metric=metric, winner=winner)
+        scatter_tab(study, ranked, epsilon=epsilon, metric=metric, winner=winner)
     elif view == "Speedup":
         st.plotly_chart(views.speedup_figure(ranked), key="res_speedup")
     elif view == "History":

@@ -221,12 +221,13 @@ def landing_figure(df: pd.DataFrame, *, max_points: int = 3000) -> go.Figure:
 
     from gptuner_core.views._frames import best_so_far
     from gptuner_core.views.figures import STYLE
+    from gptuner_core.views.scatter import scatter_class
 
     fig = go.Figure()
     timed = df[df["median_ms"].notna()].sort_values("number").tail(max_points)
     for cat, grp in timed.groupby("category", sort=False):
         style = STYLE.get(str(cat), {"color": "#7f7f7f", "symbol": "circle"})
-        fig.add_trace(go.Scattergl(x=grp["number"], y=grp["median_ms"], mode="markers",
+        fig.add_trace(scatter_class(len(grp))(x=grp["number"], y=grp["median_ms"], mode="markers",
                                    name=f"{cat} ({len(grp)})", marker={**style, "size": 7}))
     h = best_so_far(df)
     if len(h):

@@ -37,8 +37,15 @@ def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
         yaxis_title=y,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
         legend={"orientation": "h", "y": -0.2},
-        template="plotly_white",
+        # a plain white look without the "plotly_white" template, whose deep copy costs ~0.1 s
+        # per figure
+        template="none",
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font={"family": "sans-serif", "size": 12},
     )
+    fig.update_xaxes(gridcolor="#ebebeb", zerolinecolor="#dddddd", linecolor="#999999")
+    fig.update_yaxes(gridcolor="#ebebeb", zerolinecolor="#dddddd", linecolor="#999999")
     return fig
 
 
@@ -75,9 +82,11 @@ def history_figure(history: pd.DataFrame, *, max_points: int = 5000) -> go.Figur
         step = len(history) // max_points + 1
         improved = history["best_ms"].diff().fillna(-1) != 0
         points = history[(history.index % step == 0) | improved]
+    from gptuner_core.views.scatter import scatter_class
+
     fig = go.Figure()
     fig.add_trace(
-        go.Scattergl(
+        scatter_class(len(points))(
             x=points["number"],
             y=points["median_ms"],
             mode="markers",
