@@ -204,7 +204,8 @@ class PendingLaunch:
 
 
 def pending_launches(workspace: Path) -> list[PendingLaunch]:
-    """Folders with a launch (``launch.json`` / ``tuner.log``) but no ``study.sqlite``: a tuner
+    """Folders with a launch (``launch.json``, ``study.json`` or ``tuner.log``) but no
+    ``study.sqlite``: a tuner
     that is starting, or one that failed before creating its store (with its last log line)."""
     from gptuner_core.engine.launch import is_running
 
@@ -212,7 +213,7 @@ def pending_launches(workspace: Path) -> list[PendingLaunch]:
     for p in sorted(workspace.iterdir()):
         if not p.is_dir() or (p / "study.sqlite").is_file() or p.name == UPLOADS:
             continue
-        if not ((p / "launch.json").is_file() or (p / "tuner.log").is_file()):
+        if not any((p / f).is_file() for f in ("launch.json", "study.json", "tuner.log")):
             continue
         try:
             log = (p / "tuner.log").read_text(encoding="utf-8", errors="replace")[-4000:]

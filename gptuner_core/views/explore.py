@@ -215,8 +215,9 @@ def best_so_far_figure(frames: Mapping[str, pd.DataFrame]) -> go.Figure:
     return _layout(fig, "Best so far, per study", "candidate number", "best median latency (ms)")
 
 
-def landing_figure(df: pd.DataFrame, *, max_points: int = 3000) -> go.Figure:
-    """Live chart: latency of each candidate as it lands (by category) and the best so far."""
+def landing_figure(df: pd.DataFrame, *, max_points: int = 1000) -> go.Figure:
+    """Live chart: latency of the latest ``max_points`` candidates as they land (by category;
+    few enough for SVG, which draws faster than starting WebGL) and the best so far."""
     import plotly.graph_objects as go
 
     from gptuner_core.views._frames import best_so_far
@@ -237,4 +238,7 @@ def landing_figure(df: pd.DataFrame, *, max_points: int = 3000) -> go.Figure:
                                  mode="lines", line={"shape": "hv", "color": "#d62728"},
                                  name="best so far"))
     fig.update_layout(height=360)
-    return _layout(fig, "Candidates as they land", "candidate number", "median latency (ms)")
+    n_timed = int(df["median_ms"].notna().sum())
+    title = "Candidates as they land" + (f" (latest {len(timed):,} of {n_timed:,})"
+                                          if len(timed) < n_timed else "")
+    return _layout(fig, title, "candidate number", "median latency (ms)")

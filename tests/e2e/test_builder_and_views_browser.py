@@ -49,6 +49,24 @@ def _idle(page) -> None:
     page.wait_for_timeout(300)
 
 
+CHART_VIEWS = ("Accuracy vs latency", "Speedup", "History", "Knob effect", "Parallel coordinates",
+               "Timeline", "Latency EDF")
+
+
+def _shot(page, chart: bool, path: Path) -> None:
+    """Screenshot of the chart (or the page); an artifact, so a re-render in between only falls
+    back to a page screenshot."""
+    from playwright.sync_api import Error
+
+    try:
+        if chart:
+            page.locator('[data-testid="stPlotlyChart"]').first.screenshot(path=str(path), timeout=15_000)
+            return
+    except Error:
+        pass
+    page.screenshot(path=str(path), full_page=True)
+
+
 def _multiselect(page, label: str):
     return page.locator('[data-testid="stMultiSelect"]').filter(has_text=label).first
 
@@ -131,16 +149,13 @@ def test_new_views_on_the_example_study(tmp_path: Path, browser_page) -> None:
                                                                       exact=True).click()
             _idle(page)
             assert not page.locator('[data-testid="stException"]').count(), view
-            if view in ("Accuracy vs latency", "Speedup", "History", "Knob effect",
-                        "Parallel coordinates", "Timeline", "Latency EDF"):
+            if view in CHART_VIEWS:
                 expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
             if view == "Accuracy vs latency":
                 expect(page.locator(".legendtext").filter(has_text="winner #").first).to_be_attached()
                 expect(page.locator(".legendtext").filter(has_text="default route #0").first).to_be_attached()
             slug = re.sub(r"[^a-z]+", "-", view.lower()).strip("-")
-            chart = page.locator('[data-testid="stPlotlyChart"]')
-            target = chart.first if chart.count() else page.locator('[data-testid="stMain"]')
-            target.screenshot(path=str(ARTIFACTS / f"e2e-view-{slug}.png"))
+            _shot(page, view in CHART_VIEWS, ARTIFACTS / f"e2e-view-{slug}.png")
 
         page.goto(f"{url}/Compare?study=torch_h200")
         _idle(page)
