@@ -16,8 +16,8 @@ from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
 from gptuner_core.expressions import Term
 from gptuner_core.expressions import dry_run_lines
-from gptuner_core.expressions import mixed_phase2
 from gptuner_core.expressions import expression_file_text
+from gptuner_core.expressions import mixed_phase2
 from gptuner_core.expressions import read_expression_file
 from gptuner_core.expressions import tokenize
 from gptuner_core.expressions import write_expression_file
