@@ -56,7 +56,7 @@ def main() -> int:
         warm = []
         for i in range(args.reruns):
             t0 = time.perf_counter()
-            at.number_input(key="res_eps_scale").set_value(1e-3 * (2 + i)).run()
+            at.text_input(key="res_eps_scale").set_value(f"{1e-3 * (2 + i):g}").run()
             warm.append(time.perf_counter() - t0)
             assert not at.exception, at.exception
     med = statistics.median(warm)

@@ -108,6 +108,11 @@ def _check_measurement(options: dict[str, Any]) -> None:
         raise ConfigError(msg) from None
 
 
+def validate_config(cfg: StudyConfig) -> None:
+    """:func:`validate` (the name the dashboard's form looks for)."""
+    validate(cfg)
+
+
 def validate(cfg: StudyConfig) -> None:
     """Every setting of a study, checked before anything is written: one line saying what was
     wrong, what is expected and what was found (raises ConfigError)."""

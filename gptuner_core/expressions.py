@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.errors import ExpressionError
+from gptuner_core.expression_grammar import _TRIM
 from gptuner_core.expression_grammar import SEARCHES
 from gptuner_core.expression_grammar import Term
 from gptuner_core.expression_grammar import check_search
@@ -276,8 +277,40 @@ def dry_run_lines(
 
 
 # -- expression files (--tuneBuildRouteFile) -----------------------------------------------
+def _strip_comment(line: str) -> str | None:
+    """``line`` without a ``#`` comment (at the line start or after a space, outside brackets);
+    ``None`` for a comment-only line; ``""`` for a line of spaces and tabs."""
+    if not line.strip(_TRIM):
+        return ""
+    depth = 0
+    for i, c in enumerate(line):
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        elif c == "#" and depth <= 0 and (i == 0 or line[i - 1] in _TRIM):
+            kept = line[:i].rstrip(_TRIM)
+            return kept if kept else None
+    return line
+
+
+def expression_file_text(text: str) -> str:
+    """``--tuneBuildRouteFile`` content as one expression: lines joined with one space.
+
+    trtexec 11.1 joins the lines verbatim, so blank lines are harmless there (the tokenizer skips
+    empty tokens; a line holding only a tab is not) and a ``#`` line is not (``Invalid expression (no '='): #``). gptuner also skips
+    ``#`` comments, on their own line or after a space outside brackets; files it writes carry
+    none, so they stay valid for trtexec; whitespace-only lines count as blank. ``\r`` line ends are tolerated.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    kept = (_strip_comment(line.removesuffix("\r")) for line in lines)
+    return " ".join(line for line in kept if line is not None)
+
+
 def read_expression_file(path: str | Path) -> str:
-    """File content with its lines joined by one space (``\\r`` line ends are tolerated)."""
+    """File content as one expression (:func:`expression_file_text`)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -287,10 +320,7 @@ def read_expression_file(path: str | Path) -> str:
     except UnicodeDecodeError:
         msg = f"expression file '{p}': expected UTF-8 text (got binary data)"
         raise ExpressionError(msg) from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return " ".join(line.removesuffix("\r") for line in lines)
+    return expression_file_text(text)
 
 
 def write_expression_file(path: str | Path, expr_or_text: Expression | str) -> None:

@@ -8,9 +8,11 @@ from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.builder import expression_builder
+from gptuner_core.dashboard.forms import parse_number
+from gptuner_core.dashboard.forms import strategy_counts_cached
 from gptuner_core.dashboard.workspace import bundled_samples
 from gptuner_core.errors import GptunerError
-from gptuner_core.expressions import Expression
 from gptuner_core.expressions import dry_run_lines
 from gptuner_core.knobs import KnobDatabase
 from gptuner_core.knobs import diff_knob_databases
@@ -55,54 +57,29 @@ if db is None:
     st.info("Choose a backend and model, or upload a knob database, to explore its knobs.")
 else:
     st.caption(f"tuner_version **{db.tuner_version}** · {len(db)} knobs · sha256 `{db.sha256[:16]}`")
-    table = views.knob_frame(db)
-    c1, c2 = st.columns([2, 1])
-    query = c1.text_input("Search name, namespace and help", key="kx_query")
-    spaces = c2.multiselect("Namespaces", db.namespaces(), key="kx_ns")
-    shown = views.search_knobs(table, query, spaces)
-    st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(shown)))
-
     st.subheader("Build a tunable expression")
-    picked = st.multiselect("Knobs to tune", list(shown["knob"]), key="kx_picked")
-    selection: dict[str, list[str]] = {}
-    for name in picked:
-        knob = db[name]
-        if knob.values is not None:
-            selection[name] = st.multiselect(
-                f"{name} values (default {knob.default})", list(knob.values), default=list(knob.values),
-                key=f"kx_vals_{name}",
-            )
-        else:
-            text = st.text_input(f"{name} values, separated by | ({knob.unbounded_type})", value=knob.default, key=f"kx_vals_{name}")
-            selection[name] = [v.strip() for v in text.split("|") if v.strip()]
-    loaded = st.file_uploader("…or load an expression file (--tuneBuildRouteFile)", type=["txt"], key="kx_expr_file")
-    built = views.expression_text(selection)
-    if loaded is not None:
-        built = " ".join(loaded.getvalue().decode("utf-8", "replace").splitlines())
-    text = st.text_area("Expression (trtexec --tuneBuildRoute syntax, editable)", value=built, height=80)
-    if text.strip():
-        try:
-            expr = Expression.parse(text.strip(), db)
-        except GptunerError as exc:
-            st.error(f"Invalid expression: {exc}")
-        else:
-            st.code(str(expr), language="bash")
-            budget = st.number_input("Budget for sampling strategies (candidates)", 1, 100000, 50, key="kx_budget")
-            counts = views.route_counts(expr, int(budget))
-            cols = st.columns(len(counts))
-            for col, (name, n) in zip(cols, counts.items(), strict=True):
-                col.metric(f"routes · {name}", f"{n:,}")
-            search = st.radio("Dry-run list for", ["fast", "full"], horizontal=True, key="kx_dry")
-            lines = list(dry_run_lines(expr, search, limit=200))
-            st.code("\n".join(lines) + ("\n…" if counts[search] > len(lines) else ""), language="text")
-            c1, c2 = st.columns(2)
-            c1.download_button(
-                "Save expression file", "".join(f"{t}\n" for t in str(expr).split()),
-                file_name="expression.txt", mime="text/plain",
-            )
-            if c2.button("Use in New run", key="kx_use"):
-                state.put(state.EXPRESSION, str(expr))
-                st.switch_page("pages/2_New_run.py")
+    text, expr = expression_builder(db, key="kx_expr", initial=state.get(state.EXPRESSION) or "",
+                                    table=True)
+    if expr is not None:
+        st.code(str(expr), language="bash")
+        budget, problem = parse_number(st.text_input("Budget (max candidates, blank = none)", "",
+                                                     key="kx_budget"),
+                                       "budget", kind=int, minimum=1, blank=None)
+        if problem:
+            st.error(problem)
+        counts = strategy_counts_cached(str(expr), db, int(budget) if budget else None)
+        st.dataframe(counts, hide_index=True, width="stretch")
+        search = st.radio("Dry-run list for", ["fast", "full"], horizontal=True, key="kx_dry")
+        lines = list(dry_run_lines(expr, search, limit=200))
+        st.code("\n".join(lines) + ("\n…" if expr.count(search) > len(lines) else ""), language="text")
+        c1, c2 = st.columns(2)
+        c1.download_button(
+            "Save expression file", "".join(f"{t}\n" for t in str(expr).split()),
+            file_name="expression.txt", mime="text/plain",
+        )
+        if c2.button("Use in New run", key="kx_use"):
+            state.put(state.EXPRESSION, str(expr))
+            st.switch_page("pages/2_New_run.py")
 
 st.subheader("Diff two knob databases")
 c1, c2 = st.columns(2)

@@ -1,4 +1,5 @@
-"""Live: progress, ETA, current candidate and phase, best so far, failures; stop and resume."""
+"""Live: progress, ETA, phase (re-validation included), charts of candidates as they land and the
+best so far, failures, the log; stop and resume (with a confirmation for foreign code)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,18 @@ from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.trust import code_references
 from gptuner_core.dashboard.workspace import pid_alive
 from gptuner_core.engine.launch import is_running
 from gptuner_core.errors import GptunerError
+from gptuner_core.views.explore import landing_figure
+
+
+def resume(study, config) -> None:
+    """Continue the study with its own stored settings (``gptuner tune --study S --continue``)."""
+    pid = launch.resume(study)
+    state.put(state.LAST_LAUNCH, {"study": study.name, "pid": pid,
+                                  "command": launch.command(study, resume=True)})
 
 
 ws = widgets.page_setup("Live", "📡")
@@ -22,16 +32,20 @@ study = widgets.study_picker(ws)
 if pending and (study is None or study.name != pending["study"]):
     target = ws / pending["study"]
     if not (target / "study.sqlite").is_file():
-        # launched, but the tuner has not created its store yet: wait for it
+        # launched, but the tuner has not created its store yet: wait for it, or say it failed
         @st.fragment(run_every=1.0)
         def _waiting() -> None:
             if (target / "study.sqlite").is_file():
                 st.rerun(scope="app")
             alive = pid_alive(pending.get("pid"))
-            st.info(f"Starting **{pending['study']}** (pid {pending.get('pid')}, "
-                    f"{'running' if alive else 'exited'})…")
-            st.code(pending["command"], language="bash")
             log = launch.tail(target / launch.LOG_FILE, 4000)
+            if alive is False:
+                cause = next((line for line in reversed(log.splitlines()) if line.strip()),
+                             "(the tuner wrote nothing)")
+                st.error(f"**{pending['study']}** failed to start: {cause}")
+            else:
+                st.info(f"Starting **{pending['study']}** (pid {pending.get('pid')})…")
+            st.code(pending["command"], language="bash")
             if log:
                 st.code(log, language="text")
 
@@ -65,18 +79,24 @@ def live_panel() -> None:
         now_status = "starting"
     if now_status != status:
         st.rerun(scope="app")
-    st.markdown(f"**{study.name}** — status: **{now_status}**"
-                + (f" · {s.meta['status_message']}" if s.meta.get("status_message") else ""))
-    prog = views.live_progress(s.meta.get("progress"))
+    (st.error if now_status == "failed" else st.markdown)(
+        f"**{study.name}** — status: **{now_status}**"
+        + (f" · {s.meta['status_message']}" if s.meta.get("status_message") else ""))
+    reval_dir = study / "revalidation"
+    reval = views.revalidation_progress(
+        [p.name for p in reval_dir.iterdir()] if reval_dir.is_dir() else [],
+        top_k=int(s.config.get("revalidate_top_k", 3) or 0),
+        rounds=int(s.config.get("revalidate_rounds", 5) or 0))
+    prog = views.live_progress(s.meta.get("progress"), n_recorded=len(s.records),
+                               status=now_status, revalidation=reval)
     st.progress(prog.fraction, text=prog.text)
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("ETA", prog.eta)
     c2.metric("Current candidate", prog.current)
     c3.metric("Phase", prog.phase)
-    ranked = views.apply_epsilon(data.frame(study), s.records, s.config.get("epsilon"),
-                                 metric=str(s.config.get("metric", "l2")),
-                                 task_metric=s.config.get("task_metric"),
-                                 max_drop=s.config.get("max_task_drop"))
+    ranked = data.ranked(study, s.config.get("epsilon"), metric=str(s.config.get("metric", "l2")),
+                         task_metric=s.config.get("task_metric"),
+                         max_drop=s.config.get("max_task_drop"))
     best = views.winner(ranked)
     c4.metric("Best so far", "—" if best is None else f"{best['speedup']:.3f}x",
               None if best is None else f"#{int(best['number'])} · {best['median_ms']:.4g} ms",
@@ -84,11 +104,13 @@ def live_panel() -> None:
     win = s.meta.get("winner")
     if win and win.get("message"):
         (st.success if win.get("significant") else st.info)(win["message"])
+    if len(ranked):
+        st.plotly_chart(landing_figure(ranked), key="live_chart")
     fails = views.recent_failures(s.records)
     if len(fails):
         st.caption("Recent failures")
         st.dataframe(fails, hide_index=True, width="stretch")
-    with st.expander("Tuner log"):
+    with st.expander("Tuner log", expanded=now_status == "failed"):
         st.code(launch.tail(study / launch.LOG_FILE, 6000) or "(empty)", language="text")
 
 
@@ -103,13 +125,16 @@ if running:
         st.rerun()
 elif status in ("stopped", "interrupted", "failed"):
     if c1.button("Resume", key="live_resume", type="primary"):
-        try:
-            pid = launch.resume(study)
-        except GptunerError as exc:
-            st.error(str(exc))
-        else:
-            state.put(state.LAST_LAUNCH, {"study": study.name, "pid": pid,
-                                          "command": launch.command(study, resume=True)})
-            st.rerun()
+        state.put(state.RESUME_ASK, study.name)
+    if state.get(state.RESUME_ASK) == study.name:
+        refs = code_references(snap.config, study=study)
+        if widgets.confirm_code(refs, key="live_resume_confirm"):
+            state.put(state.RESUME_ASK, None)
+            try:
+                resume(study, snap.config)
+            except GptunerError as exc:
+                st.error(str(exc))
+            else:
+                st.rerun()
 else:
     c1.page_link("pages/4_Results.py", label="See the results", icon=":material/insights:")

@@ -11,6 +11,7 @@ from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import trust
 from gptuner_core.dashboard import widgets
 from gptuner_core.errors import GptunerError
 
@@ -80,8 +81,28 @@ if other:
         st.json(other)
 
 st.subheader("Log")
-log_path = Path(rec.log_path) if rec.log_path else study / "candidates" / f"{rec.number:05d}" / "log.txt"
-st.code(launch.tail(log_path, 12000) or f"(no log at {log_path})", language="text")
+log, note = trust.study_file(study, rec.log_path, what="candidate log",
+                             fallback=study / "candidates" / f"{rec.number:05d}" / "log.txt")
+if note:
+    (st.caption if log is not None else st.error)(note)
+if log is not None:
+    st.code(launch.tail(log, 12000) or f"(empty log at {log})", language="text")
+
+st.subheader("Artifact")
+artifact, note = trust.study_file(study, rec.artifact_path, what="artifact")
+if artifact is not None and artifact.is_file():
+    if note:
+        st.caption(note)
+    st.download_button(f"Download {artifact.name} ({artifact.stat().st_size:,} bytes)",
+                       data=lambda: artifact.read_bytes(), file_name=artifact.name,
+                       key=f"rt_artifact_{rec.number}")
+elif artifact is not None and artifact.is_dir():
+    st.caption(f"The artifact is a folder ({artifact.name}); download it from the study folder.")
+else:
+    st.caption(note or "No artifact kept for this candidate (failed, or --discard-artifacts).")
+
+st.subheader("Notes")
+widgets.notes_box(study, candidate=rec.number)
 
 st.subheader("Reproduce")
 backend_repro = {}
@@ -89,7 +110,11 @@ try:
     from gptuner_core.backends import get_backend
     from gptuner_core.routes import Route
 
-    be = get_backend(str(snap.config.get("backend", "onnxruntime")), snap.config.get("backend_options") or {})
+    name = str(snap.config.get("backend", "onnxruntime"))
+    if ":" in name:  # a module:Class backend is code the study names: never imported here
+        msg = f"backend '{name}' is outside the registry (not imported when a study is opened)"
+        raise GptunerError(msg)
+    be = get_backend(name, {})
     backend_repro = be.repro(Path(str(snap.config.get("model", ""))),
                              Route.parse(rec.effective_route or rec.requested_route or ""))
 except (GptunerError, ImportError) as exc:

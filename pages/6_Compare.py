@@ -8,10 +8,16 @@ from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.compare import compare_studies
 
 
 ws = widgets.page_setup("Compare", "⚖️")
-st.title("Compare candidates")
+st.title("Compare")
+mode = st.segmented_control("Compare", ["Candidates of one study", "Studies"],
+                            default="Candidates of one study", key="cmp_mode")
+if mode == "Studies":
+    compare_studies(ws)
+    st.stop()
 study, snap = widgets.require_snapshot(ws)
 numbers = [r.number for r in snap.records]
 if len(numbers) < 2:

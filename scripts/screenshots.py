@@ -1,7 +1,8 @@
 """Take one screenshot per dashboard page for the README (docs/screenshots/*.png).
 
 By default it first runs a real tuning study on the bundled mlp_digits sample with the CLI (a few
-minutes on 2 cores); ``--workspace DIR`` reuses the studies already in DIR instead.
+minutes on 2 cores) and copies the bundled H200 study beside it (its Results views and the study
+comparison are shot from that one); ``--workspace DIR`` reuses the studies already in DIR instead.
 
     .venv/bin/python scripts/screenshots.py [--workspace DIR] [--out docs/screenshots]
 """
@@ -24,8 +25,16 @@ PAGES = {  # file name -> (url path, heading to wait for)
     "live.png": ("Live", "Live"),
     "results.png": ("Results", "Results"),
     "route_trace.png": ("Route_trace", "Route trace"),
-    "compare.png": ("Compare", "Compare candidates"),
+    "compare.png": ("Compare", "Compare"),
 }
+#: Results views of the bundled H200 study: file name -> view button
+VIEWS = {
+    "results_knob_effect.png": "Knob effect",
+    "results_parallel_coordinates.png": "Parallel coordinates",
+    "results_timeline.png": "Timeline",
+    "results_edf.png": "Latency EDF",
+}
+EXAMPLE = ROOT / "examples" / "studies" / "torch_h200"
 
 
 def real_study(ws: Path) -> None:
@@ -58,6 +67,9 @@ def main() -> int:
             ws = Path(tmp) / "workspace"
             ws.mkdir()
             real_study(ws)
+            import shutil
+
+            shutil.copytree(EXAMPLE, ws / "torch_h200")
         args.out.mkdir(parents=True, exist_ok=True)
         expect.set_options(timeout=60_000)
         with dashboard_server(ws, log=Path(tmp) / "streamlit.log") as url, sync_playwright() as p:
@@ -75,6 +87,25 @@ def main() -> int:
                 page.wait_for_timeout(1000)
                 page.screenshot(path=str(args.out / name))
                 print(f"wrote {args.out / name}")
+            if (ws / "torch_h200").is_dir():
+                page.goto(f"{url}/Results?study=torch_h200")
+                expect(page.get_by_role("heading", name="Results").first).to_be_visible()
+                for name, view in VIEWS.items():
+                    page.locator('[data-testid="stButtonGroup"]').get_by_role(
+                        "radio", name=view, exact=True).click()
+                    chart = page.locator('[data-testid="stPlotlyChart"] .main-svg').first
+                    expect(chart).to_be_visible()
+                    page.wait_for_timeout(1500)
+                    page.locator('[data-testid="stPlotlyChart"]').first.screenshot(
+                        path=str(args.out / name))
+                    print(f"wrote {args.out / name}")
+                page.goto(f"{url}/Compare?study=torch_h200")
+                expect(page.get_by_role("heading", name="Compare").first).to_be_visible()
+                page.locator('[data-testid="stButtonGroup"]').get_by_role("radio", name="Studies").click()
+                expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+                page.wait_for_timeout(1500)
+                page.screenshot(path=str(args.out / "compare_studies.png"))
+                print(f"wrote {args.out / 'compare_studies.png'}")
             browser.close()
     return 0
 

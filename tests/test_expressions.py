@@ -16,6 +16,7 @@ from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
 from gptuner_core.expressions import Term
 from gptuner_core.expressions import dry_run_lines
+from gptuner_core.expressions import expression_file_text
 from gptuner_core.expressions import mixed_phase2
 from gptuner_core.expressions import read_expression_file
 from gptuner_core.expressions import tokenize
@@ -291,6 +292,22 @@ class TestFiles:
         )
         expr = Expression.from_file(f, trt_db)
         assert expr.names == ("-match_ragged_mha", "-copy_ppg", "-kgen:tiling")
+
+    def test_comment_and_blank_lines(self, tmp_path, trt_db):
+        """'#' comments (whole line or after a space) and blank lines are skipped; trtexec 11.1
+        joins lines verbatim, so it rejects a '#' line ("Invalid expression (no '='): #")."""
+        f = tmp_path / "routes.txt"
+        f.write_text(
+            "# routes for the CNN\n\n-match_ragged_mha=[on|off]   # ragged MHA\n"
+            "  # indented comment\n\t\n-copy_ppg=[on | off]\n"
+        )
+        expr = Expression.from_file(f, trt_db)
+        assert expr.names == ("-match_ragged_mha", "-copy_ppg")
+        assert "#" not in read_expression_file(f)
+
+    def test_comment_text_helper(self):
+        """The upload path (dashboard) uses the same reader as the file path (CLI)."""
+        assert expression_file_text("# c\n-a=[x|y] # why\n\n-b=1\r\n") == "-a=[x|y]  -b=1"
 
     def test_write_then_read(self, tmp_path, trt_db):
         expr = Expression.parse("-kgen:tiling=[0|2] -copy_ppg=off", trt_db)

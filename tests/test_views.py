@@ -165,7 +165,12 @@ class TestFigures:
     def test_knob_effect_and_histograms(self, records) -> None:
         df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         fig = views.knob_effect_figure(df, "-a")
-        assert sorted(t.name for t in fig.data) == ["0 (n=1)", "1 (n=2)"]
+        # defect: accuracy-failed candidates were dropped, so value 2 (both accuracy-failed) was
+        # missing; now every value shows with its failures counted
+        cats = list(fig.layout.xaxis.categoryarray)
+        assert cats == ["0 (n=2; 1 crashed / failed)", "1 (n=2)", "2 (n=2; 2 accuracy-failed)"]
+        assert sorted(t.name for t in fig.data) == ["accuracy-failed", "eligible",
+                                                    "no latency (failed / rejected)"]
         assert len(views.samples_histogram([1.0, 1.1, 1.2]).data[0].x) == 3
         assert len(views.overlaid_samples_figure({"#0": [1.0], "#1": [2.0]}).data) == 2
         assert len(views.history_figure(views.best_so_far(df)).data) == 2

@@ -148,3 +148,29 @@ def events(study_dir: str | Path, kind: str) -> tuple[dict[str, Any], ...]:
     """Payloads of the study's events of one kind (``baseline``, ``revalidation``...)."""
     path = str(Path(study_dir))
     return _events(path, revision(path), kind)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def input_specs(backend: str, model: str, mtime_ns: int) -> Any:
+    """The backend's input specs for ``model`` (``list[TensorSpec]``)."""
+    from gptuner_core.backends import get_backend
+
+    return get_backend(backend).input_specs(Path(model))
+
+
+@st.cache_resource(max_entries=32, ttl=3600, show_spinner=False)
+def _ranked(path: str, rev: tuple[int, ...], epsilon: float | None, metric: str,
+            task_metric: str | None, max_drop: float | None) -> pd.DataFrame:
+    from gptuner_core import views
+
+    snap = _snapshot(path, rev)
+    return views.apply_epsilon(_frame(path, rev), snap.records, epsilon, metric=metric,
+                               task_metric=task_metric, max_drop=max_drop)
+
+
+def ranked(study_dir: str | Path, epsilon: float | None, *, metric: str = "l2",
+           task_metric: str | None = None, max_drop: float | None = None) -> pd.DataFrame:
+    """The candidates frame with the gate applied at ``epsilon`` (cached per store revision and
+    ε; callers must not mutate it)."""
+    path = str(Path(study_dir))
+    return _ranked(path, revision(path), epsilon, metric, task_metric, max_drop)

@@ -32,17 +32,23 @@ def free_port() -> int:
 
 
 @contextmanager
-def dashboard_server(workspace: Path, *, log: Path, timeout_s: float = 60.0) -> Iterator[str]:
-    """Run ``streamlit run app.py`` on 127.0.0.1 and a free port; yield its base URL."""
+def dashboard_server(workspace: Path, *, log: Path, timeout_s: float = 60.0,
+                     root: Path = ROOT) -> Iterator[str]:
+    """Run ``streamlit run app.py`` on 127.0.0.1 and a free port; yield its base URL.
+
+    ``root`` is the checkout whose ``app.py`` and ``gptuner_core`` run (another worktree for a
+    side-by-side benchmark)."""
     port = free_port()
     env = {**os.environ, "GPTUNER_WORKSPACE": str(workspace), "PYTHONUNBUFFERED": "1"}
+    if root != ROOT:
+        env["PYTHONPATH"] = str(root)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
         proc = subprocess.Popen(  # noqa: S603 - our interpreter, fixed arguments
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+            [sys.executable, "-m", "streamlit", "run", str(root / "app.py"),
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )
     url = f"http://127.0.0.1:{port}"
     try:

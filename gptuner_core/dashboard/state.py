@@ -17,6 +17,8 @@ COMPARE = "gptuner.compare"  # candidate numbers picked for the compare page
 EPSILON = "gptuner.epsilon"  # {study name: ε chosen on the results page}
 EXPRESSION = "gptuner.expression"  # expression built in the knob explorer, offered to New run
 LAST_LAUNCH = "gptuner.last_launch"  # {"study", "pid", "command"} of the last Start
+RESUME_ASK = "gptuner.resume_ask"  # study name whose Resume waits for the code confirmation
+LOG_Y = "gptuner.log_y"  # accuracy axis in log scale (results)
 
 DEFAULTS: dict[str, Any] = {
     STUDY: None,
@@ -25,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     EPSILON: {},
     EXPRESSION: "",
     LAST_LAUNCH: None,
+    RESUME_ASK: None,
+    LOG_Y: True,
 }
 
 

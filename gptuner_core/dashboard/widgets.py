@@ -100,3 +100,42 @@ def backend_status() -> None:
             "TensorRT is unavailable here, so **ONNX Runtime (CPU) is the default backend**; "
             "every feature works with it."
         )
+
+
+def notes_box(study: Path, *, candidate: int | None = None) -> None:
+    """Edit the study's (or a candidate's) note, saved to ``STUDY/notes.json`` on Save."""
+    from gptuner_core.dashboard import notes
+
+    try:
+        current = notes.read_notes(study)
+    except notes.NotesError as exc:
+        st.error(str(exc))
+        return
+    text = current.study if candidate is None else current.candidates.get(candidate, "")
+    what = "this study" if candidate is None else f"candidate #{candidate}"
+    key = f"note_{study.name}_{'study' if candidate is None else candidate}"
+    new = st.text_area(f"Note on {what} (saved in the study folder, notes.json)", value=text,
+                       key=key, height=90)
+    if st.button("Save note", key=f"{key}_save", disabled=new == text):
+        try:
+            notes.write_note(study, new, candidate=candidate)
+        except (notes.NotesError, OSError) as exc:
+            st.error(f"note not saved: {exc}")
+        else:
+            st.success("Note saved.")
+
+
+def confirm_code(references: list[str], *, key: str, action: str = "resume this study") -> bool:
+    """Show the code a study would run and ask for explicit confirmation.
+
+    Returns True only on the run where the user pressed the confirmation button; with no
+    references it returns True at once (nothing foreign runs).
+    """
+    if not references:
+        return True
+    st.warning(
+        f"To {action}, gptuner will run code this study names, outside gptuner's bundled "
+        "assets. Studies are shared as folders: run it only if you trust where it came from.\n"
+        + "\n".join(f"- `{r}`" for r in references)
+    )
+    return st.button(f"I trust this code: {action}", key=key, type="primary")

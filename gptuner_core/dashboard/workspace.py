@@ -180,3 +180,47 @@ def pid_alive(pid: int | None) -> bool | None:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def dataset_has_labels(dataset: Path) -> bool:
+    """Whether an ``.npz`` dataset holds a ``labels`` array (then top1 is the default metric)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(dataset) as zf:
+            return any(n in ("labels", "labels.npy") for n in zf.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingLaunch:
+    """A study folder a launch created whose tuner has not written a store: starting or failed."""
+
+    name: str
+    alive: bool
+    cause: str
+    log: str
+
+
+def pending_launches(workspace: Path) -> list[PendingLaunch]:
+    """Folders with a launch (``launch.json``, ``study.json`` or ``tuner.log``) but no
+    ``study.sqlite``: a tuner
+    that is starting, or one that failed before creating its store (with its last log line)."""
+    from gptuner_core.engine.launch import is_running
+
+    out = []
+    for p in sorted(workspace.iterdir()):
+        if not p.is_dir() or (p / "study.sqlite").is_file() or p.name == UPLOADS:
+            continue
+        if not any((p / f).is_file() for f in ("launch.json", "study.json", "tuner.log")):
+            continue
+        try:
+            log = (p / "tuner.log").read_text(encoding="utf-8", errors="replace")[-4000:]
+        except OSError:
+            log = ""
+        lines = [line for line in log.splitlines() if line.strip()]
+        alive = bool(is_running(p))
+        cause = "starting" if alive else (lines[-1] if lines else "the tuner exited without a word")
+        out.append(PendingLaunch(name=p.name, alive=alive, cause=cause, log=log))
+    return out

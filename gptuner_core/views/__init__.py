@@ -21,9 +21,7 @@ from gptuner_core.views._frames import pareto_mask
 from gptuner_core.views._frames import route_pairs
 from gptuner_core.views._frames import to_csv
 from gptuner_core.views._frames import winner
-from gptuner_core.views.figures import accuracy_latency_figure
 from gptuner_core.views.figures import history_figure
-from gptuner_core.views.figures import knob_effect_figure
 from gptuner_core.views.figures import overlaid_samples_figure
 from gptuner_core.views.figures import samples_histogram
 from gptuner_core.views.figures import speedup_figure
@@ -35,11 +33,14 @@ from gptuner_core.views.knobs import expression_text
 from gptuner_core.views.knobs import knob_frame
 from gptuner_core.views.knobs import route_counts
 from gptuner_core.views.knobs import search_knobs
+from gptuner_core.views.scatter import accuracy_latency_figure
+from gptuner_core.views.scatter import knob_effect_figure
 from gptuner_core.views.studies import LiveProgress
 from gptuner_core.views.studies import StudySummary
 from gptuner_core.views.studies import effective_status
 from gptuner_core.views.studies import live_progress
 from gptuner_core.views.studies import recent_failures
+from gptuner_core.views.studies import revalidation_progress
 from gptuner_core.views.studies import stale_reasons
 from gptuner_core.views.studies import studies_frame
 from gptuner_core.views.studies import study_summary
@@ -82,6 +83,7 @@ __all__ = [
     "overlaid_samples_figure",
     "pareto_mask",
     "recent_failures",
+    "revalidation_progress",
     "repro_commands",
     "route_counts",
     "route_diff_frame",

@@ -147,25 +147,61 @@ def _duration(seconds: float | None) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
-def live_progress(progress: Mapping[str, Any] | None, *, now: float | None = None) -> LiveProgress:
-    """Progress bar fraction, ``done/total`` text, ETA and elapsed from the ``progress`` meta."""
+def revalidation_progress(dir_names: Sequence[str], *, top_k: int, rounds: int) -> tuple[int, int]:
+    """``(measurements done, planned)`` of the re-validation from its work folders
+    (``STUDY/revalidation/r<round>_<number>``): top k finalists plus the default, at least two
+    rounds (the tuner's rule)."""
+    done = sum(1 for n in dir_names if n.startswith("r") and "_" in n)
+    planned = (max(int(top_k), 0) + 1) * max(int(rounds), 2)
+    return done, max(planned, done)
+
+
+def live_progress(
+    progress: Mapping[str, Any] | None,
+    *,
+    now: float | None = None,
+    n_recorded: int | None = None,
+    status: str | None = None,
+    revalidation: tuple[int, int] | None = None,
+) -> LiveProgress:
+    """Progress bar fraction, ``done/total`` text, ETA and elapsed from the ``progress`` meta.
+
+    ``n_recorded`` (candidates in the store) keeps ``done`` right after a resume, before the
+    tuner reports, and a total below it is shown as "at least": never ``12/8``. While a running
+    study has evaluated everything it planned, the phase is the re-validation of the finalists
+    (``revalidation`` = measurements done, planned), not "idle".
+    """
     p = dict(progress or {})
     done = int(p.get("done") or 0)
+    if n_recorded is not None:
+        done = max(done, int(n_recorded))
     total = p.get("total")
     fraction = min(1.0, done / total) if total else 0.0
     started = p.get("started_at")
     end = p.get("finished_at") or now or time.time()  # a finished study's clock stops
     elapsed = end - started if started else None
-    text = f"{done}/{total} routes" if total else f"{done} routes"
+    if total and done > total:
+        text = f"{done} routes (plan of {total} exceeded: resumed or re-planned)"
+    else:
+        text = f"{done}/{total} routes" if total else f"{done} routes"
     if elapsed is not None:
         text += f" · elapsed {_duration(elapsed)}"
     current = p.get("current")
+    phase = str(p.get("phase") or "—")
+    eta = _duration(p.get("eta_s"))
+    if status == "running" and phase in ("idle", "—", "") and total and done >= total:
+        phase = "re-validation"
+        eta = "—"
+        if revalidation is not None:
+            phase = f"re-validation {revalidation[0]}/{revalidation[1]} measurements"
+            fraction = min(1.0, revalidation[0] / revalidation[1]) if revalidation[1] else fraction
+            text = f"re-validating the finalists in fresh processes · {text}"
     return LiveProgress(
         fraction=fraction,
         text=text,
-        eta=_duration(p.get("eta_s")),
-        current="—" if current is None else str(current),
-        phase=str(p.get("phase") or "—"),
+        eta=eta,
+        current="—" if current is None or current == "" else str(current),
+        phase=phase,
     )
 
 

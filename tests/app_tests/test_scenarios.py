@@ -37,7 +37,7 @@ def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
     eligible_before = int(metrics["eligible"])
     failed_before = int(metrics["accuracy-failed"])
     assert failed_before > 0
-    at.number_input(key="res_eps_digits-study").set_value(1.0).run()
+    at.text_input(key="res_eps_digits-study").set_value("1").run()
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["eligible"]) == eligible_before + failed_before
     assert int(metrics["accuracy-failed"]) == 0
@@ -47,6 +47,7 @@ def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
 def test_results_table_filter(finished_workspace, monkeypatch) -> None:
     """The table filter narrows rows to one category."""
     at = _page(finished_workspace, "pages/4_Results.py", monkeypatch)
+    at.segmented_control(key="res_view").set_value("Table").run()
     at.multiselect(key="res_cats").set_value(["crashed / failed"]).run()
     table = at.dataframe[0].value
     assert len(table) > 0 and set(table["category"]) == {"crashed / failed"}
@@ -86,3 +87,88 @@ def test_new_run_rejects_bad_upload(empty_workspace, monkeypatch) -> None:
     assert not at.exception
     assert any("not a valid ONNX model" in e.value for e in at.error)
     assert not list(empty_workspace.rglob("*.onnx"))  # nothing stored
+
+
+def _failed_launch(ws):
+    folder = ws / "broken-20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "launch.json").write_text('{"argv": ["m.onnx", "--epsilon", "0"]}')
+    (folder / "tuner.log").write_text("gptuner: error: --epsilon must be a positive number (got 0.0)\n")
+    return folder
+
+
+def test_failed_launch_on_overview_and_live(empty_workspace, monkeypatch) -> None:
+    """Defect: a run that failed to start never appeared on Overview, and Live stayed forever at
+    "Starting … (exited)". Now both show it failed, with the cause from its log."""
+    folder = _failed_launch(empty_workspace)
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    assert any("failed to start" in e.value and "--epsilon must be a positive number" in e.value
+               for e in at.error), [e.value for e in at.error]
+    at = _page(empty_workspace, "pages/3_Live.py", monkeypatch,
+               **{state.LAST_LAUNCH: {"study": folder.name, "pid": 2**22 + 12345,
+                                      "command": "gptuner tune m.onnx --epsilon 0"}})
+    assert any("failed to start" in e.value and "positive number" in e.value for e in at.error)
+
+
+def test_notes_saved_beside_the_store(tmp_path, monkeypatch) -> None:
+    """A note on a study and on a candidate lands in STUDY/notes.json; the store is untouched."""
+    from gptuner_core.dashboard.notes import read_notes
+    from gptuner_core.dashboard.synthetic import write_synthetic_study
+
+    study = write_synthetic_study(tmp_path / "ws" / "noted", 8, seed=4)
+    before = (study / "study.sqlite").read_bytes()
+    at = _page(tmp_path / "ws", "pages/4_Results.py", monkeypatch, **{state.STUDY: "noted"})
+    at.segmented_control(key="res_view").set_value("Notes").run()
+    at.text_area(key="note_noted_study").set_value("fp16 weights fail the gate").run()
+    at.button(key="note_noted_study_save").click().run()
+    at.switch_page("pages/5_Route_trace.py").run()
+    number = at.session_state[state.CANDIDATE]
+    at.text_area(key=f"note_noted_{number}").set_value("re-check on a quiet machine").run()
+    at.button(key=f"note_noted_{number}_save").click().run()
+    assert not at.exception, at.exception
+    notes = read_notes(study)
+    assert notes.study == "fp16 weights fail the gate"
+    assert notes.candidates == {number: "re-check on a quiet machine"}
+    assert (study / "study.sqlite").read_bytes() == before
+
+
+def test_route_trace_offers_the_artifact(tmp_path, monkeypatch) -> None:
+    """A kept artifact inside the study folder can be downloaded from the route trace."""
+    from gptuner_core.dashboard.synthetic import write_synthetic_study
+
+    study = write_synthetic_study(tmp_path / "ws" / "art", 6, seed=5)
+    art = study / "candidates" / "00000" / "model.onnx"
+    art.write_bytes(b"onnx-bytes")
+    at = _page(tmp_path / "ws", "pages/5_Route_trace.py", monkeypatch,
+               **{state.STUDY: "art", state.CANDIDATE: 0})
+    buttons = at.get("download_button")
+    assert any("model.onnx" in b.proto.label for b in buttons), [b.proto.label for b in buttons]
+
+
+def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
+    """Defects: fast_tpe showed 10 blank boxes labelled 'fast_tpe.max_trials —' with no
+    description or default; the form defaulted to 'fast' (CLI: fast_tpe); the task metric
+    defaulted to none although the sample has labels."""
+    from gptuner_core.strategies import DEFAULT_STRATEGY
+    from gptuner_core.strategies import describe_strategies
+
+    at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    assert at.selectbox(key="nr_search").value == DEFAULT_STRATEGY == "fast_tpe"
+    assert at.selectbox(key="nr_task").value == "top1"  # the bundled sample has labels
+    declared = next(e for e in describe_strategies() if e["name"] == "fast_tpe")["options"]
+    shown = {w.key.rsplit("_fast_tpe_", 1)[1]: w for w in [*at.text_input, *at.selectbox, *at.checkbox]
+             if w.key and w.key.startswith("nr_sopt_fast_tpe_")}
+    assert set(shown) == set(declared)
+    captions = " ".join(c.value for c in at.caption)
+    for name, opt in declared.items():
+        assert "default:" in shown[name].label and "—" not in shown[name].label
+        assert opt["description"] in captions
+        if opt["type"] in ("int", "float"):
+            assert float(shown[name].value) == float(opt["default"])
+    cmd = " ".join(c.value for c in at.code)
+    assert "--search fast_tpe" in cmd and "--task-metric top1" in cmd
+    # advanced settings start at the CLI's defaults
+    assert at.text_input(key="nr_adv_batch_size").value == "1"
+    assert at.text_input(key="nr_adv_revalidate_rounds").value == "5"
+    assert at.text_input(key="nr_adv_build_timeout_s").value == "600"

@@ -58,5 +58,21 @@ def test_results_shows_drift_on_the_gpu_study(h200_workspace, monkeypatch) -> No
     """The H200 study re-measured its default route: drift and normalization are offered."""
     at = _run(APP.parent / "pages" / "4_Results.py", h200_workspace, monkeypatch)
     assert not at.exception, at.exception
+    at.segmented_control(key="res_view").set_value("Measurement health").run()
     assert any(c.key == "res_normalize" for c in at.checkbox)
     assert any("drifted" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("which", ["finished", "h200"])
+def test_results_every_view(which, finished_workspace, h200_workspace, monkeypatch) -> None:
+    """Every Results view renders (scatter, speedup, history, knob effect, parallel coordinates,
+    timeline, EDF, importance, table, health, notes) on a synthetic and on the real H200 study."""
+    from gptuner_core.dashboard.results import TABS
+
+    ws = finished_workspace if which == "finished" else h200_workspace
+    at = _run(APP.parent / "pages" / "4_Results.py", ws, monkeypatch)
+    for view in TABS:
+        at.segmented_control(key="res_view").set_value(view).run()
+        assert not at.exception, (view, at.exception)
+        assert not at.error, (view, [e.value for e in at.error])
+    assert len(at.get("plotly_chart")) + len(at.dataframe) + len(at.text_area) > 0

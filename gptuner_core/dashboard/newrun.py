@@ -1,0 +1,224 @@
+"""The sections of the New run page: model and data, backend and expression, accuracy gate,
+strategy, budgets, advanced settings. Each returns ``StudyConfig`` fields and problems; the page
+shows every problem next to its field and once more beside the disabled Start button."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from gptuner_core.dashboard import data
+from gptuner_core.dashboard import forms
+from gptuner_core.dashboard import state
+from gptuner_core.errors import GptunerError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Section:
+    """What one part of the form collected: config fields and problems (one line each)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def model_section(ws: Path) -> Section:
+    """Bundled sample or upload, and the dataset; checks the dataset against the model."""
+    from gptuner_core.dashboard.workspace import MAX_UPLOAD_MB
+    from gptuner_core.dashboard.workspace import bundled_samples
+    from gptuner_core.dashboard.workspace import dataset_has_labels
+    from gptuner_core.dashboard.workspace import save_upload
+
+    problems: list[str] = []
+    samples = {s.name: s for s in bundled_samples()}
+    source = st.radio("Model", ["Bundled sample", "Upload"], horizontal=True, key="nr_source",
+                      index=0 if samples else 1)
+    model = dataset = None
+    if source == "Bundled sample" and samples:
+        pick = st.selectbox("Sample model", list(samples), key="nr_sample")
+        model, dataset = samples[pick].model, samples[pick].dataset
+    else:
+        up = st.file_uploader(f"ONNX model (≤ {MAX_UPLOAD_MB} MB)", type=["onnx"],
+                              key="nr_model_file", max_upload_size=MAX_UPLOAD_MB)
+        if up is not None:
+            try:
+                model = save_upload(ws, up.name, up.getvalue(), kind="model")
+            except GptunerError as exc:
+                st.error(str(exc))
+                problems.append(str(exc))
+    ds_up = st.file_uploader(
+        "Dataset / reference inputs (.npz, one array per model input, optional 'labels')"
+        + (f" — default: {dataset.name}" if dataset else " — none: inputs are synthesized"),
+        type=["npz"], key="nr_dataset_file", max_upload_size=MAX_UPLOAD_MB,
+    )
+    if ds_up is not None:
+        try:
+            dataset = save_upload(ws, ds_up.name, ds_up.getvalue(), kind="dataset")
+        except GptunerError as exc:
+            st.error(str(exc))
+            problems.append(str(exc))
+            dataset = None
+    if model is None:
+        problems.append("no model: choose a bundled sample or upload an .onnx file")
+    labels = bool(dataset) and dataset_has_labels(dataset)
+    return Section(fields={"model": str(model) if model else "",
+                           "dataset": str(dataset) if dataset else None},
+                   problems=tuple(problems), extra={"labels": labels})
+
+
+def check_dataset(backend: str, model: str, dataset: str | None) -> str | None:
+    """One line when the dataset does not fit the model's inputs (names, rank, dtype)."""
+    if not dataset or not model:
+        return None
+    from gptuner_core.dataset import load_dataset
+
+    try:
+        specs = data.input_specs(backend, model, Path(model).stat().st_mtime_ns)
+        load_dataset(dataset, specs)
+    except (GptunerError, OSError, ValueError) as exc:
+        return f"dataset '{Path(dataset).name}' does not fit model '{Path(model).name}': {exc}"
+    return None
+
+
+def backend_section(model: str) -> Section:
+    """Backend choice, its knob database and options (paths confined to the workspace)."""
+    from gptuner_core.dashboard import widgets
+    from gptuner_core.dashboard.trust import check_path_options
+    from gptuner_core.dashboard.workspace import workspace_dir
+
+    avail = dict(data.backends())
+    usable = [n for n, a in avail.items() if a.available and n != "replay"]
+    if not usable:
+        st.warning("No backend can run here:")
+        widgets.backend_status()
+        return Section(problems=("no backend can run on this machine",))
+    preferred = next((b for b in ("tensorrt", "onnxruntime") if b in usable), usable[0])
+    backend = st.selectbox("Backend", usable, key="nr_backend", index=usable.index(preferred))
+    problems: list[str] = []
+    db = None
+    if model:
+        try:
+            db = data.knob_database(backend, model, Path(model).stat().st_mtime_ns)
+        except (GptunerError, OSError) as exc:
+            line = f"{backend} cannot describe {Path(model).name}: {exc}"
+            st.error(line)
+            problems.append(line)
+    with st.expander("Backend options"):
+        options, opt_problems = forms.backend_options_form(backend, key="nr_bopt")
+        outside = check_path_options(options, workspace_dir())
+        for line in outside:
+            st.error(line)
+    problems += opt_problems + outside
+    return Section(fields={"backend": backend, "backend_options": options},
+                   problems=tuple(problems), extra={"db": db})
+
+
+def accuracy_section(metrics: tuple[str, ...], *, has_labels: bool) -> Section:
+    """Element-wise gate (metric, ε) and task metric (top1 by default when there are labels)."""
+    problems: list[str] = []
+    c1, c2, c3 = st.columns(3)
+    metric = c1.selectbox("Metric (per output)", list(metrics), index=list(metrics).index("l2"),
+                          key="nr_metric")
+    use_eps = c2.checkbox("Gate on ε (CLI default: off)", value=False, key="nr_use_eps")
+    epsilon = None
+    if use_eps:
+        with c3:
+            epsilon, problem = forms.number_input(
+                forms.NumberField(name="epsilon", label="ε (route fails if loss ≥ ε)", minimum=0,
+                                  exclusive=True), key="nr_eps", default=1e-3)
+        if problem:
+            problems.append(problem)
+    c1, c2 = st.columns(2)
+    tasks = ["top1", "none"] if has_labels else ["none", "top1"]
+    task = c1.selectbox("Task metric", tasks, key="nr_task",
+                        help="top1 needs a dataset with 'labels' (the default when it has them)")
+    if task == "top1" and not has_labels:
+        line = "task metric top1 needs a dataset with a 'labels' array (this one has none)"
+        c1.error(line)
+        problems.append(line)
+    max_drop = None
+    if task != "none":
+        with c2:
+            max_drop, problem = forms.number_input(
+                forms.NumberField(name="max_task_drop",
+                                  label="Max drop of the task metric (blank = recorded, not gated)",
+                                  minimum=0, optional=True), key="nr_drop")
+        if problem:
+            problems.append(problem)
+    return Section(fields={"metric": metric, "epsilon": epsilon,
+                           "task_metric": None if task == "none" else task,
+                           "max_task_drop": max_drop}, problems=tuple(problems))
+
+
+def strategy_section() -> Section:
+    """Strategy (default: the CLI's) with its options, descriptions and defaults."""
+    from gptuner_core.strategies import DEFAULT_STRATEGY
+    from gptuner_core.strategies import describe_strategies
+
+    entries = {e["name"]: e for e in describe_strategies()}
+    names = list(entries)
+    search = st.selectbox(
+        "Strategy", names, index=names.index(DEFAULT_STRATEGY), key="nr_search",
+        format_func=lambda n: (f"{n} (default) — " if n == DEFAULT_STRATEGY else f"{n} — ")
+        + (entries[n]["summary"] or entries[n]["reason"]),
+    )
+    entry = entries[search]
+    problems: list[str] = []
+    if not entry["available"]:
+        st.error(entry["reason"])
+        problems.append(entry["reason"])
+    options: dict[str, Any] = {}
+    if entry["options"]:
+        with st.expander(f"{search} options ({len(entry['options'])}, defaults filled in)"):
+            options, opt_problems = forms.strategy_options_form(entry, key="nr_sopt")
+            problems += opt_problems
+    return Section(fields={"search": search, "strategy_options": options},
+                   problems=tuple(problems))
+
+
+def advanced_section(ws: Path) -> Section:
+    """Everything else ``gptuner tune`` takes, with the CLI's defaults."""
+    from gptuner_core.dashboard.trust import check_path_options
+    from gptuner_core.dashboard.workspace import study_dirs
+
+    with st.expander("Advanced: batch size, re-validation, drift, timeouts, measurement, "
+                     "seed, warm start, output"):
+        fields, problems = forms.number_fields(forms.ADVANCED, key="nr_adv")
+        st.markdown("**Measurement** (`--measure-option`)")
+        measurement, m_problems = forms.measurement_form(key="nr_meas")
+        problems += m_problems
+        keep = st.checkbox("Keep every candidate's artifact", value=True, key="nr_keep")
+        names = [p.name for p in study_dirs(ws)]
+        warm = st.multiselect("Warm start from earlier studies", names, key="nr_warm")
+        output = st.text_input("Copy the best artifact to (path in the workspace; blank = none)",
+                               key="nr_output").strip()
+        outside = check_path_options({"output_path": output}, ws) if output else []
+        for line in outside:
+            st.error(line.replace("backend option output_path", "output"))
+        problems += [line.replace("backend option output_path", "output") for line in outside]
+    fields.update(measurement=measurement, keep_artifacts=keep,
+                  warm_start=tuple(str(ws / n) for n in warm),
+                  output=str((ws / output).resolve()) if output and not outside else None)
+    return Section(fields=fields, problems=tuple(problems))
+
+
+#: a first expression per backend with real trade-offs: INT8 speed-ups, a route the accuracy
+#: gate must exclude (int4 weights on the CNN), a slow one; a few minutes on 2 cores
+STARTERS = {"onnxruntime": "-quant:mode=[off|qdq|qoperator|dynamic] -quant:reduce_range=[off|on] "
+                           "-quant:weight_type=[int8|int4] -ort:intra_op_num_threads=[0|1]"}
+
+
+def starter_expression(backend: str, db: Any) -> str:
+    """The expression handed over by the Knob explorer, else a starter for this backend."""
+    handed = state.get(state.EXPRESSION)
+    if handed:
+        return handed
+    starter = STARTERS.get(backend, "")
+    if starter and all(tok.split("=", 1)[0] in db for tok in starter.split()):
+        return starter
+    binary = [k for k in db if k.values and len(k.values) == 2][:3]
+    return " ".join(f"{k.name}=[{'|'.join(k.values)}]" for k in binary)

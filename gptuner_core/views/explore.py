@@ -1,0 +1,244 @@
+"""optuna-dashboard's exploration views for build routes (no streamlit).
+
+Parallel coordinates over knobs, a per-candidate timeline (build, measure, re-validation), the
+empirical distribution (EDF) of latencies, and the comparison of several studies. Every figure
+bounds what it sends to the browser (``max_*``), so a 100,000-candidate study stays responsive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from collections.abc import Sequence
+
+    import pandas as pd
+    import plotly.graph_objects as go
+
+from gptuner_core.views._frames import ELIGIBLE
+from gptuner_core.views._frames import knob_columns
+from gptuner_core.views.figures import _layout
+
+
+def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFrame:
+    """At most ``n`` rows: the best quarter by ``by`` plus an even spread of the rest."""
+    if len(df) <= n:
+        return df
+    ordered = df.sort_values(by)
+    best = ordered.head(n // 4)
+    rest = ordered.iloc[n // 4:]
+    step = max(1, len(rest) // (n - len(best)))
+    return ordered.loc[best.index.append(rest.index[::step])].head(n)
+
+
+def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000) -> go.Figure:
+    """One axis per knob that varies, then latency and loss; one line per measured candidate,
+    coloured by latency (darker is faster)."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    timed = df[df["median_ms"].notna()]
+    sub = _spread_sample(timed, max_lines)
+    dims = []
+    for knob in knob_columns(df):
+        values = sub[f"knob:{knob}"].fillna("(default)").astype(str)
+        levels = sorted(values.unique())
+        codes = values.map({v: i for i, v in enumerate(levels)})
+        dims.append({"label": knob, "values": codes, "tickvals": list(range(len(levels))),
+                     "ticktext": levels})
+    dims.append({"label": "median ms", "values": sub["median_ms"]})
+    if sub["max_loss"].notna().any():
+        loss = sub["max_loss"].fillna(0.0)
+        dims.append({"label": "log10 loss", "values": np.log10(loss.clip(lower=1e-12))})
+    fig = go.Figure(go.Parcoords(
+        line={"color": sub["median_ms"], "colorscale": "Viridis", "showscale": True,
+              "colorbar": {"title": "ms"}},
+        dimensions=dims,
+    ))
+    shown = f"{len(sub):,} of {len(timed):,} measured" if len(sub) < len(timed) else f"{len(sub):,} measured"
+    fig.update_layout(title=f"Parallel coordinates ({shown} candidates)", height=460,
+                      margin={"l": 80, "r": 60, "t": 80, "b": 30})
+    return fig
+
+
+def timeline_frame(records: Sequence[Any], revalidation: Sequence[Mapping[str, Any]] = (),
+                   baselines: Sequence[Mapping[str, Any]] = (), *, max_rows: int = 1500) -> pd.DataFrame:
+    """Rows ``(label, phase, start, end)``: build and measure of each candidate (the last
+    ``max_rows``), drift-sentinel re-measurements and the re-validation phase."""
+    import pandas as pd
+
+    rows = []
+    recs = [r for r in records if r.started_at is not None][-max_rows:]
+    for r in recs:
+        t = float(r.started_at)
+        build = float(r.build_time_s or 0.0)
+        measure = float(r.measure_time_s or 0.0)
+        if build:
+            rows.append({"label": f"#{r.number}", "phase": "build", "start": t, "end": t + build,
+                         "state": r.state.value})
+        if measure:
+            rows.append({"label": f"#{r.number}", "phase": "measure", "start": t + build,
+                         "end": t + build + measure, "state": r.state.value})
+        if not build and not measure and r.finished_at is not None:
+            rows.append({"label": f"#{r.number}", "phase": "other", "start": t,
+                         "end": float(r.finished_at), "state": r.state.value})
+    for b in baselines:
+        if b.get("time") is not None:
+            t = float(b["time"])
+            rows.append({"label": "drift sentinel", "phase": "re-measure default",
+                         "start": t - float(b.get("duration_s") or 1.0), "end": t, "state": ""})
+    last_end = max((float(r.finished_at) for r in recs if r.finished_at), default=None)
+    for ev in revalidation:
+        if ev.get("time") is not None and last_end is not None:
+            rounds = len(ev.get("rounds") or []) if isinstance(ev.get("rounds"), list) else ""
+            rows.append({"label": "re-validation", "phase": "re-validation",
+                         "start": last_end, "end": float(ev["time"]),
+                         "state": f"{rounds} rounds" if rounds else ("error" if ev.get("error") else "")})
+    return pd.DataFrame(rows, columns=["label", "phase", "start", "end", "state"])
+
+
+PHASE_COLORS = {"build": "#ff7f0e", "measure": "#1f77b4", "other": "#7f7f7f",
+                "re-measure default": "#9467bd", "re-validation": "#2ca02c"}
+
+
+def timeline_figure(frame: pd.DataFrame) -> go.Figure:
+    """Horizontal bars per candidate on a wall-clock axis (seconds since the first start)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    t0 = float(frame["start"].min()) if len(frame) else 0.0
+    for phase, grp in frame.groupby("phase", sort=False):
+        fig.add_trace(go.Bar(
+            y=grp["label"], x=grp["end"] - grp["start"], base=grp["start"] - t0, orientation="h",
+            name=str(phase), marker_color=PHASE_COLORS.get(str(phase), "#7f7f7f"),
+            hovertext=[f"{lab} {phase}: {e - s:.2f} s {st}" for lab, s, e, st in
+                       zip(grp["label"], grp["start"], grp["end"], grp["state"], strict=True)],
+            hoverinfo="text",
+        ))
+    n = frame["label"].nunique() if len(frame) else 0
+    fig.update_layout(barmode="overlay", height=min(1200, 160 + 14 * n))
+    fig.update_yaxes(autorange="reversed", type="category")
+    return _layout(fig, "Timeline: build, measure and re-validation", "seconds since the first start",
+                   "candidate")
+
+
+def edf_points(latencies: Sequence[float], *, max_points: int = 1000) -> tuple[list[float], list[float]]:
+    """Sorted latencies and their cumulative fraction, thinned to ``max_points`` quantiles."""
+    import numpy as np
+
+    x = np.sort(np.asarray([v for v in latencies if v == v], dtype=float))
+    if not len(x):
+        return [], []
+    y = np.arange(1, len(x) + 1) / len(x)
+    if len(x) > max_points:
+        idx = np.unique(np.linspace(0, len(x) - 1, max_points).round().astype(int))
+        x, y = x[idx], y[idx]
+    return x.tolist(), y.tolist()
+
+
+def edf_figure(frames: Mapping[str, pd.DataFrame], *, eligible_only: bool = True) -> go.Figure:
+    """Empirical distribution of median latencies, one curve per study (or per label)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for label, df in frames.items():
+        sub = df[df["category"] == ELIGIBLE] if eligible_only and "category" in df else df
+        x, y = edf_points(sub["median_ms"].dropna().tolist())
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"shape": "hv"},
+                                 name=f"{label} (n={len(sub):,})"))
+    fig.update_xaxes(type="log")
+    return _layout(fig, "Empirical distribution of latencies" + (" (eligible)" if eligible_only else ""),
+                   "median latency (ms, log)", "fraction of candidates ≤ x")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StudyLine:
+    """One study in a comparison."""
+
+    name: str
+    backend: str
+    version: str
+    device: str
+    candidates: int
+    eligible: int
+    default_ms: float | None
+    best_ms: float | None
+    winner: str
+
+
+def study_line(name: str, config: Mapping[str, Any], fingerprint: Mapping[str, Any],
+               meta: Mapping[str, Any], ranked: pd.DataFrame) -> StudyLine:
+    default = ranked.loc[ranked["number"] == 0, "median_ms"]
+    eligible = ranked[ranked["category"] == ELIGIBLE]
+    win = meta.get("winner") or {}
+    return StudyLine(
+        name=name, backend=str(config.get("backend", "?")),
+        version=str(fingerprint.get("backend_version", "?")), device=str(fingerprint.get("device", "?")),
+        candidates=len(ranked), eligible=len(eligible),
+        default_ms=float(default.iloc[0]) if len(default) and default.iloc[0] == default.iloc[0] else None,
+        best_ms=float(eligible["median_ms"].min()) if len(eligible) else None,
+        winner=str(win.get("message") or "—"),
+    )
+
+
+def comparison_frame(lines: Sequence[StudyLine]) -> pd.DataFrame:
+    """One row per study: backend, version, device, counts, default and best latency, speed-up."""
+    import pandas as pd
+
+    rows = []
+    for s in lines:
+        speed = s.default_ms / s.best_ms if s.default_ms and s.best_ms else None
+        rows.append({"study": s.name, "backend": s.backend, "version": s.version, "device": s.device,
+                     "candidates": s.candidates, "eligible": s.eligible,
+                     "default ms": s.default_ms, "best ms": s.best_ms,
+                     "best speed-up": speed, "winner": s.winner})
+    return pd.DataFrame(rows, columns=["study", "backend", "version", "device", "candidates",
+                                       "eligible", "default ms", "best ms", "best speed-up", "winner"])
+
+
+def best_so_far_figure(frames: Mapping[str, pd.DataFrame]) -> go.Figure:
+    """Best-so-far latency of several studies against the candidate number."""
+    import plotly.graph_objects as go
+
+    from gptuner_core.views._frames import best_so_far
+
+    fig = go.Figure()
+    for label, df in frames.items():
+        h = best_so_far(df)
+        h = h[h["best_ms"].diff().fillna(-1) != 0]  # only the improvements: small at any size
+        fig.add_trace(go.Scatter(x=h["number"], y=h["best_ms"], mode="lines+markers",
+                                 line={"shape": "hv"}, name=label))
+    return _layout(fig, "Best so far, per study", "candidate number", "best median latency (ms)")
+
+
+def landing_figure(df: pd.DataFrame, *, max_points: int = 1000) -> go.Figure:
+    """Live chart: latency of the latest ``max_points`` candidates as they land (by category;
+    few enough for SVG, which draws faster than starting WebGL) and the best so far."""
+    import plotly.graph_objects as go
+
+    from gptuner_core.views._frames import best_so_far
+    from gptuner_core.views.figures import STYLE
+    from gptuner_core.views.scatter import scatter_class
+
+    fig = go.Figure()
+    timed = df[df["median_ms"].notna()].sort_values("number").tail(max_points)
+    for cat, grp in timed.groupby("category", sort=False):
+        style = STYLE.get(str(cat), {"color": "#7f7f7f", "symbol": "circle"})
+        fig.add_trace(scatter_class(len(grp))(x=grp["number"], y=grp["median_ms"], mode="markers",
+                                   name=f"{cat} ({len(grp)})", marker={**style, "size": 7}))
+    h = best_so_far(df)
+    if len(h):
+        h = h[h["best_ms"].diff().fillna(-1) != 0]
+        last = int(df["number"].max())
+        fig.add_trace(go.Scatter(x=[*h["number"], last], y=[*h["best_ms"], h["best_ms"].iloc[-1]],
+                                 mode="lines", line={"shape": "hv", "color": "#d62728"},
+                                 name="best so far"))
+    fig.update_layout(height=360)
+    n_timed = int(df["median_ms"].notna().sum())
+    title = "Candidates as they land" + (f" (latest {len(timed):,} of {n_timed:,})"
+                                          if len(timed) < n_timed else "")
+    return _layout(fig, title, "candidate number", "median latency (ms)")

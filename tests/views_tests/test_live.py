@@ -1,0 +1,27 @@
+"""Live progress: totals after a resume, the re-validation phase, the live chart."""
+
+from __future__ import annotations
+
+from gptuner_core import views
+
+
+def test_progress_never_reads_12_of_8_after_resume() -> None:
+    """Defect: progress read 12/8 after a resume."""
+    p = views.live_progress({"done": 12, "total": 8, "phase": "build", "eta_s": 3})
+    assert "12/8" not in p.text and p.text.startswith("12 routes (plan of 8 exceeded")
+    # right after a resume the store already holds 12 candidates, the meta still the old 5
+    p = views.live_progress({"done": 5, "total": 20}, n_recorded=12)
+    assert p.text.startswith("12/20 routes")
+
+
+def test_revalidation_phase_not_idle() -> None:
+    """Defect: Live showed "Phase idle, ETA 0s" during minutes of re-validation."""
+    names = ["r0_00000", "r0_00006", "r1_00000"]
+    reval = views.revalidation_progress(names, top_k=3, rounds=5)
+    assert reval == (3, 20)
+    p = views.live_progress({"done": 8, "total": 8, "phase": "idle", "eta_s": 0}, status="running",
+                            revalidation=reval)
+    assert p.phase == "re-validation 3/20 measurements" and p.eta == "—"
+    assert p.fraction == 3 / 20
+    done = views.live_progress({"done": 8, "total": 8, "phase": "done", "eta_s": 0}, status="finished")
+    assert done.phase == "done"
