@@ -3,6 +3,8 @@ launches a detached tuner. The form is generated from the CLI's declarations (fo
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from gptuner_core.config import METRICS
@@ -74,8 +76,8 @@ name = st.text_input("Study name", value=(model.fields["model"] and
 if not problems:
     command, _ = start_tuner(fields, ws / name, dry=True)
     st.code(command, language="bash")
-    with st.expander("study.json (written into the study folder on Start)"):
-        st.json(StudyConfig(**fields).to_json())
+    st.caption("study.json, written into the study folder on Start:")
+    st.code(json.dumps(StudyConfig(**fields).to_json(), indent=1), language="json")
 else:
     st.warning("**Start is disabled** until these are fixed:\n" + "\n".join(f"- {p}" for p in problems))
 if st.button("Start tuning", type="primary", disabled=bool(problems), key="nr_start",

@@ -167,8 +167,8 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
         if opt["type"] in ("int", "float"):
             assert float(shown[name].value) == float(opt["default"])
     cmd = " ".join(c.value for c in at.code)
-    assert "--search fast_tpe" in cmd and "--task-metric top1" in cmd
+    assert '"search": "fast_tpe"' in cmd and '"task_metric": "top1"' in cmd
     # advanced settings start at the CLI's defaults
     assert at.text_input(key="nr_adv_batch_size").value == "1"
-    assert at.text_input(key="nr_adv_revalidate_rounds").value == "5"
+    assert at.text_input(key="nr_adv_revalidate_rounds").value == "12"  # the round budget
     assert at.text_input(key="nr_adv_build_timeout_s").value == "600"
