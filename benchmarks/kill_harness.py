@@ -46,7 +46,7 @@ from gptuner_core.storage import open_store  # noqa: E402
 
 
 EXPR = "-ort:graph_optimization_level=[all|basic|extended] -ort:intra_op_num_threads=[0|1]"
-MEASURE = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 60, "max_time_s": 0.3}
+MEASURE = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 60, "max_time_s": 0.5}
 MARKER = "GPTUNER_KILL_HARNESS"
 #: aim -> (folder whose new entries arm it, progress phase word, (low, high) delay after arming)
 AIMS = {
@@ -96,11 +96,23 @@ def environment(token: str | None) -> dict[str, str]:
     return env
 
 
-def our_processes(token: str, study: Path) -> list[tuple[int, str]]:
-    """Live processes carrying ``token`` in their environment or naming ``study`` (not zombies)."""
-    found = []
+def ancestors() -> set[int]:
+    """This process and its ancestors (their command lines may name the study folders)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids
+
+
+def our_processes(token: str, study: Path | None) -> list[tuple[int, str]]:
+    """Live processes (not zombies) carrying ``token`` in their environment or naming ``study``."""
+    found, mine = [], ancestors()
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit() or int(entry.name) in mine:
             continue
         try:
             stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
@@ -113,7 +125,7 @@ def our_processes(token: str, study: Path) -> list[tuple[int, str]]:
                 marked = False
         except (OSError, IndexError):
             continue
-        if marked or str(study) in cmdline:
+        if marked or (study is not None and str(study) in cmdline):
             found.append((int(entry.name), cmdline.strip()))
     return found
 
@@ -279,8 +291,9 @@ def after_kill(study: Study, result: dict[str, Any], token: str, grace: float) -
 
 
 def attempt(study: Study, aim: str | None, **kw: Any) -> str:
-    """One kill (or the final run): ``killed``, ``done`` (exit 0) or ``unusable`` (both refuse)."""
-    refused = []
+    """One kill (or the final run): ``killed``, ``done`` (exit 0), ``crashed`` (a launch died with a
+    traceback: not a refusal) or ``unusable`` (both ``--continue`` and ``tune`` refuse the folder)."""
+    refused, crashed = [], False
     resume = read_study(study.dir)["initialised"]
     for mode in (resume, not resume):
         result = launch(study, resume=mode, aim=aim, **{k: kw[k] for k in ("rng", "expr", "token", "logs")})
@@ -289,13 +302,17 @@ def attempt(study: Study, aim: str | None, **kw: Any) -> str:
             return "killed"
         if result["rc"] == 0:
             return "done"
+        crashed = crashed or result["rc"] != 2 or "Traceback" in Path(result["log"]).read_text(errors="replace")
         refused.append(f"'tune{' --continue' if mode else ''}' exit {result['rc']}: {result['message']}")
         orphans = wait_orphans(kw["token"], study.dir, kw["grace"])
         if orphans:
-            study.fail("orphans", len(orphans), f"orphans after a refused launch: {orphans}")
+            study.fail("orphans", len(orphans), f"orphans after a failed launch: {orphans}")
     last = study.kills[-1] if study.kills else {"phase": "no kill", "aim": None}
-    study.fail("unusable", 1, f"unusable folder after kill {len(study.kills)} ({last['phase']}, aimed "
-               f"{last['aim']}): {folder_state(study.dir)}; " + "; ".join(refused))
+    where = f"after kill {len(study.kills)} ({last['phase']}, aimed {last['aim']}): {folder_state(study.dir)}; "
+    if crashed:
+        study.problems.append("crashed: a launch died with a traceback (not a refusal; the study cannot finish) " + where + "; ".join(refused))
+        return "crashed"
+    study.fail("unusable", 1, "unusable folder " + where + "; ".join(refused))
     return "unusable"
 
 
@@ -407,8 +424,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"[{sent}/{args.kills} kills, {time.monotonic() - t0:.0f} s]", flush=True)
         report = summarize(studies, control, time.monotonic() - t0, args.seed)
     finally:
-        for pid, _ in our_processes(token, work):
-            os.kill(pid, signal.SIGKILL)
+        for pid, _ in our_processes(token, None):  # only what our tuners started
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     if args.report:

@@ -19,6 +19,8 @@ import pytest
 
 
 REPO = Path(__file__).resolve().parents[2]
+#: four routes: one drift baseline (after candidate 2) and a re-validation of the top two
+EXPR = "-ort:graph_optimization_level=[all|basic] -ort:intra_op_num_threads=[0|1]"
 
 
 @pytest.mark.slow
@@ -27,7 +29,7 @@ def test_kills_at_random_instants_lose_nothing_and_every_study_finishes(tmp_path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
     out = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/kill_harness.py"), "--kills", "8", "--seed", "12",
-         "--grace", "3", "--work", str(tmp_path / "work"), "--report", str(report)],
+         "--grace", "3", "--expr", EXPR, "--work", str(tmp_path / "work"), "--report", str(report)],
         capture_output=True, text=True, env=env, timeout=600, check=False,
     )
     assert report.exists(), f"the harness wrote no report (exit {out.returncode}):\n{out.stdout}\n{out.stderr}"
