@@ -235,8 +235,10 @@ def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, e
         if fire_at is None and aim in ("candidate", "drift") and armed("revalidation", study.dir, since, state):
             aim = "revalidation"  # that phase is over for this launch: aim at the next one
         if fire_at is None and aim is not None and armed(aim, study.dir, since, state):
-            fire_at = now + (rng.uniform(0.0, 0.03) if aim == "creation" and rng.random() < 0.7
-                             else rng.uniform(*AIMS[aim][2]))
+            low, high = AIMS[aim][2]
+            if aim == "creation":  # at once (30 %), within 30 ms (40 %) or within 0.5 s (30 %)
+                high = rng.choices([0.0, 0.03, high], [3, 4, 3])[0]
+            fire_at = now + rng.uniform(low, high)
         if fire_at is not None and now >= fire_at:
             phase = observed_phase(study.dir, since, resume)
             if proc.poll() is not None:
