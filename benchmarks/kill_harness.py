@@ -383,7 +383,10 @@ def summarize(studies: list[Study], control: dict[str, Any], wall: float, seed: 
     failures = [f"{s.name}: {p}" for s in studies for p in s.problems]
     print(f"\nkill harness: {len(kills)} SIGKILLs over {len(studies)} studies in {wall:.0f} s (seed {seed}); "
           f"control study: {control['count']} candidates, baselines after {control['baselines']}")
-    print("kills per phase: " + ", ".join(f"{k} {v}" for k, v in phases.items()))
+    aims = {a: sum(k["aim"] == a for k in kills) for a in sorted({k["aim"] for k in kills})}
+    print("kills per phase: " + ", ".join(f"{k} {v}" for k, v in phases.items())
+          + "\nkills per aim:   " + ", ".join(f"{k} {v}" for k, v in aims.items())
+          + f"; {sum(k['resume'] for k in kills)} of them killed a 'tune --continue'")
     for name, values in (("study", {c: c for c in COLUMNS}), *((p["study"], p) for p in per), ("total", total)):
         print(row(name, values))
     print("(before: finished candidates committed at the last kill; after: at the end; stale: kills after which "
@@ -391,7 +394,7 @@ def summarize(studies: list[Study], control: dict[str, Any], wall: float, seed: 
     print(f"\nRESULT: {'PASS' if not failures else f'FAIL ({len(failures)} problems)'}")
     for f in failures:
         print(f"  - {f}")
-    return {"seed": seed, "wall_s": round(wall, 1), "kills": len(kills), "phases": phases, "control": control,
+    return {"seed": seed, "wall_s": round(wall, 1), "kills": len(kills), "phases": phases, "aims": aims, "control": control,
             "totals": total, "studies": per, "failures": failures}
 
 
