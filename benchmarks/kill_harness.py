@@ -1,0 +1,445 @@
+"""Kill harness: SIGKILL real ``gptuner tune`` studies at random instants, resume, and check.
+
+Each study is a real ``python -m gptuner_core tune`` subprocess (ONNX Runtime, the bundled MLP, spawn
+children, SQLite), killed (SIGKILL to the tuner) when an *aim* fires: ``creation`` (just after
+``study.sqlite`` appears), ``early``/``random`` (a random instant after the launch), ``candidate``/
+``drift``/``revalidation`` (a random instant after a new entry in ``candidates/``, ``baselines/`` or
+``revalidation/``, or a ``progress`` phase naming it), then resumed (``tune --continue`` when the
+folder holds an initialised study, a fresh ``tune`` otherwise, the other if the first refuses)
+until it finishes. Checked after every kill and study, against an uninterrupted control study:
+lost (a candidate committed as finished is missing or changed later), dup (a number or route
+twice), unusable (a folder neither ``--continue`` nor ``tune`` accepts), orphans (a process with
+the harness's marker in its environment, or naming the folder, alive ``--grace`` s after a kill),
+stale (``gptuner show`` says "running" with no tuner alive), drift (a control baseline never
+redone), reval (no re-validation/winner), finished (status ``finished`` with every candidate).
+Talks only to the CLI and ``gptuner_core.storage``, never to the engine.
+
+Usage: .venv/bin/python benchmarks/kill_harness.py [--kills 50] [--seed 0] [--keep] [--report F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gptuner_core.storage import STORE_FILENAME  # noqa: E402
+from gptuner_core.storage import open_store  # noqa: E402
+
+
+EXPR = "-ort:graph_optimization_level=[all|basic|extended] -ort:intra_op_num_threads=[0|1]"
+MEASURE = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 60, "max_time_s": 0.5}
+MARKER = "GPTUNER_KILL_HARNESS"
+#: aim -> (folder whose new entries arm it, progress phase word, (low, high) delay after arming)
+AIMS = {
+    "creation": (None, None, (0.0, 0.5)), "early": (None, None, (0.0, 3.0)), "random": (None, None, (0.0, 12.0)),
+    "candidate": ("candidates", None, (0.0, 1.0)), "drift": ("baselines", "drift", (0.0, 0.8)),
+    "revalidation": ("revalidation", "revalid", (0.0, 2.5)),
+}
+COLUMNS = ("kills", "before", "after", "lost", "dup", "unusable", "orphans", "stale", "drift", "reval", "finished")
+FAULTS = COLUMNS[3:10]
+
+
+@dataclass(kw_only=True)
+class Study:
+    name: str
+    dir: Path
+    kills: list[dict[str, Any]] = field(default_factory=list)
+    committed: dict[int, dict[str, Any]] = field(default_factory=dict)  # number -> record as first seen
+    problems: list[str] = field(default_factory=list)
+    faults: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAULTS, 0))
+    finished: bool = False
+    final_count: int = 0
+
+    def fail(self, column: str, count: int, message: str | None) -> None:
+        self.faults[column] += count
+        if message:
+            self.problems.append(message)
+
+
+# -- processes ---------------------------------------------------------------------------------
+def tune_argv(study: Path, *, resume: bool, expr: str) -> list[str]:
+    argv = [sys.executable, "-m", "gptuner_core", "tune", "--study", str(study), "--quiet"]
+    if resume:
+        return [*argv, "--continue"]
+    argv += [str(ROOT / "assets/mlp_digits.onnx"), "--dataset", str(ROOT / "assets/mlp_digits_eval.npz"),
+             "--backend", "onnxruntime", "--search", "full", "--expr", expr, "--drift-every", "2",
+             "--revalidate-top-k", "2", "--revalidate-rounds", "2"]
+    for key, value in MEASURE.items():
+        argv += ["--measure-option", f"{key}={value}"]
+    return argv
+
+
+def environment(token: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    if token:
+        env[MARKER] = token
+    return env
+
+
+def ancestors() -> set[int]:
+    """This process and its ancestors (their command lines may name the study folders)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids
+
+
+def our_processes(token: str, study: Path | None) -> list[tuple[int, str]]:
+    """Live processes (not zombies) carrying ``token`` in their environment or naming ``study``."""
+    found, mine = [], ancestors()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            if stat[0] in ("Z", "X"):
+                continue
+            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            try:
+                marked = f"{MARKER}={token}".encode() in Path(entry.path, "environ").read_bytes()
+            except OSError:
+                marked = False
+        except (OSError, IndexError):
+            continue
+        if marked or (study is not None and str(study) in cmdline):
+            found.append((int(entry.name), cmdline.strip()))
+    return found
+
+
+def wait_orphans(token: str, study: Path, grace: float) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + grace
+    while (left := our_processes(token, study)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid, _ in left:  # clean up so the next launch starts clean (they are ours)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def tail(path: Path, lines: int = 3) -> str:
+    text = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
+    return " | ".join(line.strip() for line in text[-lines:]) or "(no output)"
+
+
+# -- the store and the folder ------------------------------------------------------------------
+def read_study(study: Path) -> dict[str, Any]:
+    """What the store says, or why it cannot be read (read-only, never blocks the tuner)."""
+    if not (study / STORE_FILENAME).is_file():
+        return {"initialised": False, "why": f"no {STORE_FILENAME}"}
+    try:
+        with open_store(study, readonly=True) as store:
+            config = store.config()
+            records = store.candidates(with_samples=True)
+            return {
+                "initialised": bool(config), "records": [r.to_json() for r in records],
+                "status": store.get_meta("status"), "winner": store.get_meta("winner"),
+                "baselines": sorted(e.payload.get("after_candidate") for e in store.events("baseline")),
+                "revalidations": len(store.events("revalidation")),
+                "why": "" if config else "store without a configuration",
+            }
+    except Exception as exc:  # noqa: BLE001 - StoreError, sqlite3.Error...: the folder state is the finding
+        return {"initialised": False, "why": f"{type(exc).__name__}: {exc}"}
+
+
+def folder_state(study: Path) -> str:
+    if not study.exists():
+        return "folder absent"
+    names = sorted(p.name + ("/" if p.is_dir() else f" ({p.stat().st_size} B)") for p in study.iterdir())
+    info = read_study(study)
+    store = (f"store initialised, {len(info['records'])} candidates, status {info['status']!r}"
+             if info["initialised"] else f"store: {info['why']}")
+    return f"{', '.join(names) or 'empty'}; {store}"
+
+
+def observed_phase(study: Path, since: float, resume: bool) -> str:
+    """What the tuner was doing: the newest entry since the launch under the phase folders."""
+    if not (study / STORE_FILENAME).exists():
+        return "before-creation"
+    best = (since, "resume" if resume else "creation")
+    for sub, phase in (("candidates", "candidate"), ("baselines", "drift"), ("revalidation", "revalidation")):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(study / sub):
+                best = max(best, (entry.stat().st_mtime, phase))
+    return best[1]
+
+
+def show_status(study: Path) -> str:
+    """The status word of ``gptuner show`` (first line ``study DIR: STATUS ...``), or its error."""
+    out = subprocess.run([sys.executable, "-m", "gptuner_core", "show", str(study), "--limit", "1"],
+                         capture_output=True, text=True, env=environment(None), timeout=120, check=False)
+    first = (out.stdout.strip().splitlines() or [""])[0]
+    m = re.match(r"study .*?: (\S+)", first)
+    return m.group(1) if m else f"(show failed: {(out.stderr or out.stdout).strip()[-200:]})"
+
+
+# -- one launch --------------------------------------------------------------------------------
+def armed(aim: str, study: Path, since: float, state: dict[str, Any]) -> bool:
+    folder, word, _ = AIMS[aim]
+    if aim == "creation":
+        return (study / STORE_FILENAME).exists()
+    if folder is None:
+        return True
+    with contextlib.suppress(OSError):
+        if any(e.stat().st_mtime >= since for e in os.scandir(study / folder)):
+            return True
+    if word and time.monotonic() - state.get("read", 0.0) > 0.25:  # a progress phase naming it
+        state["read"] = time.monotonic()
+        try:
+            with open_store(study, readonly=True) as store:
+                state["phase"] = str((store.get_meta("progress") or {}).get("phase", ""))
+        except Exception:  # noqa: BLE001 - not readable yet
+            state["phase"] = ""
+    return bool(word and word in state.get("phase", ""))
+
+
+def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, expr: str,
+           token: str, logs: Path, timeout: float = 600.0) -> dict[str, Any]:
+    """Run one ``tune``; kill it when ``aim`` fires. Returns what happened."""
+    log = logs / f"{study.name}_{len(list(logs.glob(study.name + '_*'))):02d}.log"
+    since = time.time()
+    t0 = time.monotonic()
+    with log.open("w") as fh:
+        proc = subprocess.Popen(tune_argv(study.dir, resume=resume, expr=expr), stdout=fh, stderr=fh,
+                                env=environment(token), start_new_session=True)
+    fire_at, state = None, {}
+    if aim in ("early", "random"):
+        fire_at = t0 + rng.uniform(*AIMS[aim][2])
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now - t0 > timeout:
+            aim, fire_at = "timeout", now
+        if fire_at is None and aim in ("candidate", "drift") and armed("revalidation", study.dir, since, state):
+            aim = "revalidation"  # that phase is over for this launch: aim at the next one
+        if fire_at is None and aim is not None and armed(aim, study.dir, since, state):
+            low, high = AIMS[aim][2]
+            if aim == "creation":  # at once (30 %), within 30 ms (40 %) or within 0.5 s (30 %)
+                high = rng.choices([0.0, 0.03, high], [3, 4, 3])[0]
+            fire_at = now + rng.uniform(low, high)
+        if fire_at is not None and now >= fire_at:
+            phase = observed_phase(study.dir, since, resume)
+            if proc.poll() is not None:
+                break
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return {"killed": True, "aim": aim, "phase": phase, "after_s": round(now - t0, 3),
+                    "resume": resume, "log": str(log)}
+        time.sleep(0.002 if aim == "creation" else 0.02)
+    return {"killed": False, "rc": proc.returncode, "resume": resume, "message": tail(log), "log": str(log)}
+
+
+# -- one study ---------------------------------------------------------------------------------
+def plan_aims(rng: random.Random) -> list[str]:
+    """Kills in time order: start-up, then candidates and drift, then re-validation."""
+    middle = ["drift"] * rng.choice([1, 2]) + rng.sample(["candidate", "random", "early"], k=rng.choice([0, 1, 2]))
+    rng.shuffle(middle)
+    return ["creation" if rng.random() < 0.7 else "early", *middle, *["revalidation"] * rng.choice([1, 2])]
+
+
+def check_committed(study: Study, info: dict[str, Any], when: str) -> None:
+    """No candidate committed as finished may vanish or change; then remember the new ones."""
+    records = {r["number"]: r for r in info.get("records", []) if r["state"] not in ("PENDING", "RUNNING")}
+    for number, before in list(study.committed.items()):
+        now = records.get(number)
+        if now != before:
+            what = "missing" if now is None else "changed (" + ", ".join(
+                k for k in before if before.get(k) != now.get(k)) + ")"
+            study.fail("lost", 1, f"lost: candidate #{number} committed before a kill is {what} {when}")
+            del study.committed[number]
+    for number, rec in records.items():
+        study.committed.setdefault(number, rec)
+
+
+def after_kill(study: Study, result: dict[str, Any], token: str, grace: float) -> None:
+    orphans = wait_orphans(token, study.dir, grace)
+    info = read_study(study.dir)
+    check_committed(study, info, f"after kill {len(study.kills) + 1}")
+    status = show_status(study.dir) if info["initialised"] else f"(no study: {info['why']})"
+    result.update(orphans=[cmd[:160] for _, cmd in orphans], show=status,
+                  committed=len(study.committed), folder=folder_state(study.dir))
+    study.kills.append(result)
+    if orphans:
+        study.fail("orphans", len(orphans), f"orphans: {len(orphans)} process(es) alive {grace:g} s after "
+                   f"kill {len(study.kills)} ({result['phase']}): {result['orphans']}")
+    if result["aim"] == "timeout":
+        study.problems.append(f"a launch ran past its time limit and was killed: {folder_state(study.dir)}")
+    if status == "running":
+        study.fail("stale", 1, None if study.faults["stale"] else (
+            f"stale status: after kill {len(study.kills)} ({result['phase']}) 'gptuner show' says 'running' "
+            "with no tuner alive (the 'stale' column counts every such kill)"))
+
+
+def attempt(study: Study, aim: str | None, **kw: Any) -> str:
+    """One kill (or the final run): ``killed``, ``done`` (exit 0), ``crashed`` (a launch died with a
+    traceback: not a refusal) or ``unusable`` (both ``--continue`` and ``tune`` refuse the folder)."""
+    refused, crashed = [], False
+    resume = read_study(study.dir)["initialised"]
+    for mode in (resume, not resume):
+        result = launch(study, resume=mode, aim=aim, **{k: kw[k] for k in ("rng", "expr", "token", "logs")})
+        if result["killed"]:
+            after_kill(study, result, kw["token"], kw["grace"])
+            return "killed"
+        if result["rc"] == 0:
+            return "done"
+        crashed = crashed or result["rc"] != 2 or "Traceback" in Path(result["log"]).read_text(errors="replace")
+        refused.append(f"'tune{' --continue' if mode else ''}' exit {result['rc']}: {result['message']}")
+        orphans = wait_orphans(kw["token"], study.dir, kw["grace"])
+        if orphans:
+            study.fail("orphans", len(orphans), f"orphans after a failed launch: {orphans}")
+    last = study.kills[-1] if study.kills else {"phase": "no kill", "aim": None}
+    where = f"after kill {len(study.kills)} ({last['phase']}, aimed {last['aim']}): {folder_state(study.dir)}; "
+    if crashed:
+        study.problems.append("crashed: a launch died with a traceback (not a refusal; the study cannot finish) " + where + "; ".join(refused))
+        return "crashed"
+    study.fail("unusable", 1, "unusable folder " + where + "; ".join(refused))
+    return "unusable"
+
+
+def run_study(study: Study, aims: list[str], control: dict[str, Any], budget: int, **kw: Any) -> None:
+    outcome = "killed"
+    for aim in [*aims[:budget], None]:
+        outcome = attempt(study, aim, **kw)
+        if outcome != "killed":
+            break
+    info = read_study(study.dir)
+    check_committed(study, info, "at the end")
+    records = info.get("records", [])
+    study.final_count = sum(r["state"] not in ("PENDING", "RUNNING") for r in records)
+    numbers = [r["number"] for r in records]
+    routes = [" ".join(sorted(r["requested_route"].split())) for r in records
+              if "remeasure_of" not in (r.get("strategy_info") or {})]
+    for kind, values in (("number", numbers), ("route", routes)):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            study.fail("dup", len(twice), f"duplicated {kind}(s): {twice}")
+    if outcome != "done":
+        return
+    study.finished = info.get("status") == "finished" and study.final_count == control["count"]
+    if not study.finished:
+        study.problems.append(f"not finished: status {info.get('status')!r}, {study.final_count} of "
+                              f"{control['count']} candidates finished")
+    baselines = info.get("baselines", [])
+    missing = sorted(set(control["baselines"]) - set(baselines))
+    twice = sorted({b for b in baselines if baselines.count(b) > 1})
+    if missing or twice:
+        cut = sum(k["phase"] == "drift" for k in study.kills)
+        what = "; ".join(m for m in (missing and f"baseline(s) after candidate(s) {missing} never redone",
+                                     twice and f"baseline(s) after {twice} recorded twice") if m)
+        study.fail("drift", len(missing) + len(twice), f"drift: {what} (control has {control['baselines']}; "
+                   f"{cut} kill(s) during drift; baselines/ holds "
+                   f"{sorted(p.name for p in (study.dir / 'baselines').glob('*'))})")
+    if control["revalidations"] and (not info.get("revalidations") or info.get("winner") is None):
+        study.fail("reval", 1, f"re-validation: finished without a re-validation event or a winner "
+                   f"({info.get('revalidations')} events, winner {info.get('winner')!r})")
+
+
+# -- the whole run -----------------------------------------------------------------------------
+def run_control(work: Path, **kw: Any) -> dict[str, Any]:
+    study = Study(name="control", dir=work / "control")
+    result = launch(study, resume=False, aim=None, **kw)
+    info = read_study(study.dir)
+    if result["rc"] != 0 or info.get("status") != "finished":
+        msg = f"the uninterrupted control study failed (exit {result['rc']}): {result['message']}"
+        raise SystemExit(msg)
+    return {"count": len(info["records"]), "baselines": info["baselines"],
+            "revalidations": info["revalidations"]}
+
+
+def row(name: str, values: dict[str, Any]) -> str:
+    return f"{name:<9}" + "".join(f"{values[c]!s:>10}" for c in COLUMNS)
+
+
+def summarize(studies: list[Study], control: dict[str, Any], wall: float, seed: int) -> dict[str, Any]:
+    kills = [k for s in studies for k in s.kills]
+    phases = {p: sum(k["phase"] == p for k in kills) for p in sorted({k["phase"] for k in kills})}
+    per = [{"study": s.name, "kills": len(s.kills), "before": max((k["committed"] for k in s.kills), default=0),
+            "after": s.final_count, **s.faults, "finished": "yes" if s.finished else "NO",
+            "problems": s.problems, "kill_log": s.kills} for s in studies]
+    total = {c: sum(p[c] for p in per) for c in COLUMNS[:-1]}
+    total["finished"] = f"{sum(s.finished for s in studies)}/{len(studies)}"
+    failures = [f"{s.name}: {p}" for s in studies for p in s.problems]
+    print(f"\nkill harness: {len(kills)} SIGKILLs over {len(studies)} studies in {wall:.0f} s (seed {seed}); "
+          f"control study: {control['count']} candidates, baselines after {control['baselines']}")
+    aims = {a: sum(k["aim"] == a for k in kills) for a in sorted({k["aim"] for k in kills})}
+    print("kills per phase: " + ", ".join(f"{k} {v}" for k, v in phases.items())
+          + "\nkills per aim:   " + ", ".join(f"{k} {v}" for k, v in aims.items())
+          + f"; {sum(k['resume'] for k in kills)} of them killed a 'tune --continue'")
+    for name, values in (("study", {c: c for c in COLUMNS}), *((p["study"], p) for p in per), ("total", total)):
+        print(row(name, values))
+    print("(before: finished candidates committed at the last kill; after: at the end; stale: kills after which "
+          "'gptuner show' said 'running'; drift: baselines never redone; reval: re-validation missing)")
+    print(f"\nRESULT: {'PASS' if not failures else f'FAIL ({len(failures)} problems)'}")
+    for f in failures:
+        print(f"  - {f}")
+    return {"seed": seed, "wall_s": round(wall, 1), "kills": len(kills), "phases": phases, "aims": aims, "control": control,
+            "totals": total, "studies": per, "failures": failures}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kills", type=int, default=50, help="SIGKILLs to send in all (default 50)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", action="store_true", help="keep the study folders and logs")
+    ap.add_argument("--work", type=Path, help="folder for the studies (default: a temporary one)")
+    ap.add_argument("--report", type=Path, help="write the summary as JSON here")
+    ap.add_argument("--grace", type=float, default=5.0, help="seconds a killed tuner's children get to die")
+    ap.add_argument("--expr", default=EXPR, help=f"tunable expression (default: {EXPR!r})")
+    args = ap.parse_args(argv)
+    work = (args.work or Path(tempfile.mkdtemp(prefix="kill_harness_"))).resolve()
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
+    token = uuid.uuid4().hex
+    kw = {"rng": rng, "expr": args.expr, "token": token, "logs": logs}
+    t0 = time.monotonic()
+    studies: list[Study] = []
+    try:
+        control = run_control(work, **kw)
+        sent = 0
+        while sent < args.kills and len(studies) < args.kills + 5:
+            study = Study(name=f"s{len(studies):02d}", dir=work / f"s{len(studies):02d}")
+            studies.append(study)
+            run_study(study, plan_aims(rng), control, args.kills - sent, grace=args.grace, **kw)
+            sent += len(study.kills)
+            print(f"{study.name}: {len(study.kills)} kills ({', '.join(k['phase'] for k in study.kills)}), "
+                  f"{'finished' if study.finished else 'NOT finished'}, {len(study.problems)} problem(s)  "
+                  f"[{sent}/{args.kills} kills, {time.monotonic() - t0:.0f} s]", flush=True)
+        report = summarize(studies, control, time.monotonic() - t0, args.seed)
+    finally:
+        for pid, _ in our_processes(token, None):  # only what our tuners started
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.report:
+        args.report.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    if args.keep:
+        print(f"folders and logs kept in {work}")
+    return 0 if not report["failures"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
