@@ -53,8 +53,8 @@ def test_launch_watch_and_inspect(tmp_path: Path) -> None:
             box.fill(EXPRESSION)
             box.press("Control+Enter")
             page.get_by_text("Gate on ε (CLI default: off)").click()  # then ε = 1e-3
-            expect(page.locator("code").filter(has_text=f"--expr '{EXPRESSION}'").first).to_be_visible()
-            expect(page.locator("code").filter(has_text="--epsilon 0.001").first).to_be_visible()
+            expect(page.locator("code").filter(has_text=f'"expression": "{EXPRESSION}"').first).to_be_visible()
+            expect(page.locator("code").filter(has_text='"epsilon": 0.001').first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "e2e-1-new-run.png"), full_page=True)
             page.get_by_role("button", name="Start tuning").click()
 
