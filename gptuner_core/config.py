@@ -108,6 +108,23 @@ def _check_measurement(options: dict[str, Any]) -> None:
         raise ConfigError(msg) from None
 
 
+def _check_inputs(cfg: StudyConfig) -> None:
+    """The input options parse (names are checked against the model when the study opens)."""
+    from gptuner_core.shapes import parse_batch_axes
+    from gptuner_core.shapes import parse_profile
+    from gptuner_core.shapes import parse_value_ranges
+
+    if cfg.shapes:
+        parse_profile(shapes=cfg.shapes)
+    if cfg.batch_axes:
+        parse_batch_axes(cfg.batch_axes)
+    if cfg.input_ranges:
+        parse_value_ranges(cfg.input_ranges)
+    if cfg.calibration is not None and not Path(cfg.calibration).is_file():
+        msg = f"--calibration '{cfg.calibration}' is not a file (expected an .npz of named inputs)"
+        raise ConfigError(msg)
+
+
 def validate_config(cfg: StudyConfig) -> None:
     """:func:`validate` (the name the dashboard's form looks for)."""
     validate(cfg)
@@ -140,6 +157,8 @@ def validate(cfg: StudyConfig) -> None:
         raise ConfigError(msg)
     if cfg.task_metric is not None:
         _check_task_metric(cfg.task_metric)
+    _check_inputs(cfg)
+    cfg.accuracy_settings()  # the gate's own checks (per-output epsilons, task output)
     if not isinstance(cfg.measurement, dict):
         msg = f"measurement must be a mapping of sampling settings (got {type(cfg.measurement).__name__})"
         raise ConfigError(msg)
@@ -165,6 +184,12 @@ class StudyConfig:
         revalidate_top_k/revalidate_rounds/min_effect: sequential interleaved re-validation before a
             winner (``revalidate_rounds`` is its round budget; it stops once decided).
         drift_every: re-measure the default route every N candidates (0 = never).
+        shapes: trtexec-style input shapes (``name:1x3x224x224,other:...``) for synthetic
+            inputs and dynamic dims; batch_axes: each input's batch axis (``state:1,sr:none``);
+            input_ranges: value ranges of synthetic inputs (``input_ids:0..30522``).
+        calibration: a separate ``.npz`` for quantization calibration (default: the dataset).
+        gate_outputs/output_epsilons/task_output/no_gate: the gate aimed at chosen outputs, an
+            epsilon per output, the output ``top1`` reads, and an explicit "no gate".
         profile_runs: runs of the per-layer profile captured after each candidate's latency
             samples, in a separate session (0 = no profile).
         warm_start: earlier study folders whose best routes (same knob database or model
@@ -200,6 +225,14 @@ class StudyConfig:
     output: str | None = None
     warm_start: tuple[str, ...] = ()
     profile_runs: int = 10
+    shapes: str | None = None
+    batch_axes: str | None = None
+    input_ranges: str | None = None
+    calibration: str | None = None
+    gate_outputs: tuple[str, ...] = ()
+    output_epsilons: dict[str, float] = field(default_factory=dict)
+    task_output: str | None = None
+    no_gate: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
@@ -211,6 +244,8 @@ class StudyConfig:
         return AccuracySettings(
             metric=self.metric, atol=self.atol, rtol=self.rtol, epsilon=self.epsilon,
             task_metric=self.task_metric, max_task_drop=self.max_task_drop,
+            task_output=self.task_output, outputs=tuple(self.gate_outputs) or None,
+            output_epsilons=dict(self.output_epsilons), no_gate=self.no_gate,
         )
 
     @property
@@ -228,8 +263,9 @@ class StudyConfig:
             msg = f"study configuration has unknown field(s) {unknown} (known: {sorted(names)})"
             raise ConfigError(msg)
         data = dict(data)
-        if "warm_start" in data:
-            data["warm_start"] = tuple(data["warm_start"] or ())
+        for name in ("warm_start", "gate_outputs"):
+            if name in data:
+                data[name] = tuple(data[name] or ())
         return cls(**data)
 
     def replace(self, **changes: Any) -> StudyConfig:

@@ -43,6 +43,24 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, Any]:
     return out
 
 
+def parse_epsilons(items: list[str] | None) -> tuple[float | None, dict[str, float]]:
+    """``--epsilon 0.01 --epsilon emb=1e-3`` -> (0.01, {"emb": 0.001})."""
+    default: float | None = None
+    per_output: dict[str, float] = {}
+    for item in items or []:
+        name, eq, value = item.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            msg = f"--epsilon takes a number or OUTPUT=number (got {item!r})"
+            raise UsageError(msg) from None
+        if eq:
+            per_output[name] = number
+        else:
+            default = number
+    return default, per_output
+
+
 def _fmt_eta(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -107,6 +125,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
             msg = f"model file '{model}' does not exist"
             raise UsageError(msg)
         model = str(Path(model).resolve())
+    epsilon, per_output = parse_epsilons(args.epsilon)
     dataset = str(Path(args.dataset).resolve()) if args.dataset else None
     if dataset and not Path(dataset).exists():
         msg = f"dataset file '{args.dataset}' does not exist (expected an .npz of named inputs)"
@@ -124,7 +143,15 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         metric=args.metric,
         atol=args.atol,
         rtol=args.rtol,
-        epsilon=args.epsilon,
+        epsilon=epsilon,
+        output_epsilons=per_output,
+        gate_outputs=tuple(o for o in (args.gate_outputs or "").split(",") if o),
+        task_output=args.task_output,
+        no_gate=args.no_gate,
+        shapes=args.shapes,
+        batch_axes=args.batch_axes,
+        input_ranges=args.input_range,
+        calibration=str(Path(args.calibration).resolve()) if args.calibration else None,
         task_metric=args.task_metric,
         max_task_drop=args.max_task_drop,
         max_candidates=args.max_candidates,
@@ -188,7 +215,22 @@ class TuneCommand(Command):
         parser.add_argument("--metric", default="l2", choices=["l0", "l1", "l2", "lInf", "cos"])
         parser.add_argument("--atol", type=float, default=1e-5)
         parser.add_argument("--rtol", type=float, default=1e-5)
-        parser.add_argument("--epsilon", type=float, help="fail a route if any output loss >= this")
+        parser.add_argument("--epsilon", action="append", metavar="EPS|OUTPUT=EPS",
+                            help="fail a route if an output's loss >= EPS; OUTPUT=EPS sets one "
+                            "output's epsilon (repeatable, beside a bare default)")
+        parser.add_argument("--gate-outputs", metavar="A,B",
+                            help="apply the gate to these outputs only (losses of all are recorded)")
+        parser.add_argument("--task-output", metavar="OUTPUT", help="the output top1 reads")
+        parser.add_argument("--no-gate", action="store_true",
+                            help="rank by speed only (no accuracy gate; a warning is printed)")
+        parser.add_argument("--shapes", metavar="SPEC",
+                            help="input shapes, trtexec style: name:1x3x224x224,other:8x128")
+        parser.add_argument("--batch-axes", metavar="SPEC",
+                            help="batch axis per input, e.g. state:1,sr:none (none = fed whole)")
+        parser.add_argument("--input-range", metavar="SPEC",
+                            help="value ranges of synthetic inputs, e.g. input_ids:0..30522,sr:16000")
+        parser.add_argument("--calibration", metavar="NPZ",
+                            help="a separate calibration dataset for quantization (default: --dataset)")
         parser.add_argument("--task-metric", help="top1, or module:function(outputs, labels)")
         parser.add_argument("--max-task-drop", type=float, help="allowed task-metric drop (e.g. 0.01)")
         parser.add_argument("--max-candidates", type=int)
@@ -231,6 +273,8 @@ class TuneCommand(Command):
         print(f"study {summary.study_dir}: {summary.status.value} after {summary.candidates} "
               f"candidates in {time.monotonic() - t0:.1f} s")
         print(summary.message)
+        for warning in summary.warnings:
+            print(warning, file=sys.stderr)
         from gptuner_core.cli.show import print_ranking
 
         print_ranking(study, limit=10)

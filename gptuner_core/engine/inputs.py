@@ -40,6 +40,29 @@ class StudyInputs:
     batch_axes: dict[str, int | None]
 
 
+def resolved_specs(cfg: StudyConfig, specs: list[TensorSpec]) -> list:
+    """The model's inputs with the study's overrides: batch axes, shapes, value ranges."""
+    from gptuner_core.shapes import input_specs
+    from gptuner_core.shapes import parse_batch_axes
+    from gptuner_core.shapes import parse_profile
+    from gptuner_core.shapes import parse_value_ranges
+
+    return list(input_specs(
+        specs,
+        batch_axes=parse_batch_axes(cfg.batch_axes) if cfg.batch_axes else None,
+        value_ranges=parse_value_ranges(cfg.input_ranges) if cfg.input_ranges else None,
+        shapes=parse_profile(shapes=cfg.shapes) if cfg.shapes else None,
+    ))
+
+
+def calibration_rows(cfg: StudyConfig, specs: list[TensorSpec], ds: Dataset) -> dict[str, np.ndarray]:
+    """Calibration rows: from ``cfg.calibration`` when given, else from the dataset."""
+    from gptuner_core.dataset import load_dataset
+
+    source = load_dataset(cfg.calibration, resolved_specs(cfg, specs)) if cfg.calibration else ds
+    return source.calibration(CALIBRATION_ROWS)
+
+
 def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]) -> Dataset:
     """Load and validate the dataset (or synthesize inputs) before anything is written."""
     from gptuner_core.dataset import load_dataset
@@ -47,10 +70,13 @@ def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]) -> Dataset:
     from gptuner_core.dataset import validate_batch_size
     from gptuner_core.errors import ConfigError
 
+    specs = resolved_specs(cfg, specs)
     validate_batch_size(specs, cfg.batch_size)
     ds = load_dataset(cfg.dataset, specs) if cfg.dataset else synthesize(
         specs, SYNTHETIC_ROWS, seed=cfg.seed
     )
+    if cfg.dataset:
+        validate_batch_size(specs, cfg.batch_size, dataset=ds)
     where = f"dataset '{cfg.dataset}'" if cfg.dataset else "synthesized inputs"
     for name, value in ds.inputs.items():
         arr = np.asarray(value)
@@ -79,9 +105,9 @@ def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]) -> Dataset:
     return ds
 
 
-def store_inputs(ws: StudyWorkspace, ds: Dataset) -> str:
+def store_inputs(ws: StudyWorkspace, ds: Dataset, calibration: dict[str, np.ndarray] | None = None) -> str:
     """Write inputs, calibration rows and labels atomically; return the inputs' content hash."""
-    save_npz_atomic(ws.calibration, ds.calibration(CALIBRATION_ROWS))
+    save_npz_atomic(ws.calibration, calibration if calibration is not None else ds.calibration(CALIBRATION_ROWS))
     if ds.labels is not None:
         save_npy_atomic(ws.labels, np.asarray(ds.labels))
     arrays = {k: np.asarray(v) for k, v in ds.inputs.items()}
@@ -109,7 +135,7 @@ def open_inputs(
         problem = "" if recorded_sha in (None, sha) else "its content differs from the recorded hash"
     if problem:
         ds = load_inputs(cfg, specs)
-        rebuilt = store_inputs(ws, ds)
+        rebuilt = store_inputs(ws, ds, calibration_rows(cfg, specs, ds))
         if recorded_sha is not None and rebuilt != recorded_sha:
             msg = (
                 f"study inputs '{ws.inputs}' are unusable ({problem}) and the dataset no longer "
@@ -121,7 +147,7 @@ def open_inputs(
     try:
         load_npz(ws.calibration)
     except (FileNotFoundError, StoreError):
-        save_npz_atomic(ws.calibration, load_inputs(cfg, specs).calibration(CALIBRATION_ROWS))
+        save_npz_atomic(ws.calibration, calibration_rows(cfg, specs, load_inputs(cfg, specs)))
     labels = None
     if ws.labels.exists():
         try:

@@ -61,6 +61,7 @@ class TuneSummary:
     winner: Winner | None
     message: str
     output_error: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 @contextlib.contextmanager
@@ -99,6 +100,7 @@ class Tuner:
         self.resume = resume
         self.force = force
         self.progress_cb = progress
+        self.gate_warning = ""
 
     # -- set-up ----------------------------------------------------------------------------
     def _describe(self) -> dict:
@@ -133,6 +135,7 @@ class Tuner:
             raise StoreError(msg)
         if not exists:  # a new study, or one whose creation a kill cut short
             dataset = load_inputs(cfg, self.specs)  # bad input is refused before any write
+            self._check_gate()
             if cfg.output:
                 check_output_path(cfg.output)
             self._create(current, dataset)
@@ -151,12 +154,24 @@ class Tuner:
                 store.add_event("resume", {"rerun": dropped})
         return store
 
+    def _check_gate(self) -> None:
+        """Gated outputs must exist; a study without any gate says so (or is refused)."""
+        from gptuner_core.accuracy import gate_warning
+
+        settings = self.config.accuracy_settings()
+        outputs = getattr(self.backend, "output_names", None)
+        if callable(outputs):
+            settings.check_outputs(outputs(Path(self.config.model)))
+        self.gate_warning = gate_warning(settings)
+
     def _create(self, current: dict, dataset: object) -> None:
         from gptuner_core.storage import open_store
 
         ws, cfg = self.ws, self.config
+        from gptuner_core.engine.inputs import calibration_rows
+
         ws.write_config(cfg.to_json())
-        sha = store_inputs(ws, dataset)  # type: ignore[arg-type]
+        sha = store_inputs(ws, dataset, calibration_rows(cfg, self.specs, dataset))  # type: ignore[arg-type]
         staging = ws.prepare_creation()
         with open_store(staging) as store:
             store.init_study(cfg.to_json(), current)
@@ -220,6 +235,8 @@ class Tuner:
         self.ws.clear_stop()  # no tuner ran on this study, so any stop request is stale
         store.set_meta("pid", os.getpid())
         store.set_status(StudyStatus.RUNNING, "")
+        if self.gate_warning:
+            store.add_event("warning", {"gate": self.gate_warning})
         inputs = open_inputs(self.ws, cfg, self.specs, store.get_meta("inputs_sha256"),
                              store.get_meta("batch_axes"))
         evaluator = self._evaluator(inputs)
@@ -271,6 +288,7 @@ class Tuner:
         return TuneSummary(
             study_dir=str(self.dir), status=status, candidates=len(history), winner=winner,
             message=message, output_error=output_error,
+            warnings=(self.gate_warning,) if self.gate_warning else (),
         )
 
 

@@ -1,0 +1,79 @@
+"""A model nobody here wrote the shapes of: a state input batched on axis 1, a scalar input fed
+whole, two outputs of which only one is gated (issue 'Real models', items 2 and 6, end to end)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from gptuner_core.cli import main
+from gptuner_core.storage import open_store
+
+from .conftest import QUICK
+
+
+def _stateful_model(path):
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32), "w")
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xy"], name="mm"),
+        helper.make_node("Cast", ["sr"], ["srf"], to=TensorProto.FLOAT, name="cast"),
+        helper.make_node("Mul", ["srf", "two"], ["sr2"], name="mul_sr"),
+        helper.make_node("Add", ["xy", "sr2"], ["y"], name="add"),
+        helper.make_node("Mul", ["state", "two"], ["stateN"], name="mul_state"),
+    ]
+    graph = helper.make_graph(
+        nodes, "stateful",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 16]),
+         helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, "?", 4]),
+         helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4]),
+         helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, "?", 4])],
+        [w, two],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_state_on_axis_1_and_a_scalar_input_tune_end_to_end(tmp_path):
+    model = _stateful_model(tmp_path / "stateful.onnx")
+    rng = np.random.default_rng(1)
+    ds = tmp_path / "ds.npz"
+    np.savez(ds, x=rng.normal(size=(12, 16)).astype(np.float32),
+             state=rng.normal(size=(2, 12, 4)).astype(np.float32), sr=np.array(16000, np.int64))
+    study = tmp_path / "study"
+    code = main(["tune", str(model), "--backend", "onnxruntime", "--expr",
+                 "-ort:intra_op_num_threads=[0|1]", "--dataset", str(ds), "--batch-size", "4",
+                 "--batch-axes", "state:1,sr:none", "--gate-outputs", "y", "--epsilon", "y=1e-3",
+                 "--revalidate-top-k", "0", "--drift-every", "0", "--profile-runs", "0",
+                 "--study", str(study), "--quiet",
+                 *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]])
+    assert code == 0
+    with open_store(study, readonly=True) as store:
+        recs = store.candidates()
+        assert store.get_meta("batch_axes") == {"x": 0, "state": 1, "sr": None}
+    assert [r.state.value for r in recs] == ["COMPLETE", "COMPLETE"]
+    with np.load(study / "golden.npz") as golden:
+        assert golden["stateN"].shape == (2, 12, 4) and golden["y"].shape == (12, 4)
+    assert set(recs[1].accuracy.losses) == {"y", "stateN"}  # both recorded, only y gated
+
+
+def test_a_study_without_a_gate_says_so(tmp_path, tiny_model, tiny_dataset, capsys):
+    """Issue 'Real models', item 6: no --epsilon used to mean no gate and no warning."""
+    code = main(["tune", str(tiny_model), "--backend", "onnxruntime", "--expr",
+                 "-ort:intra_op_num_threads=[0|1]", "--dataset", str(tiny_dataset), "--batch-size",
+                 "4", "--revalidate-top-k", "0", "--drift-every", "0", "--profile-runs", "0",
+                 "--max-candidates", "1", "--study", str(tmp_path / "s"), "--quiet",
+                 *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]])
+    assert code == 0
+    assert "warning: no accuracy gate" in capsys.readouterr().err
+    with open_store(tmp_path / "s", readonly=True) as store:
+        assert any("no accuracy gate" in e.payload.get("gate", "") for e in store.events("warning"))
