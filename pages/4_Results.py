@@ -15,6 +15,7 @@ from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.inputs import parse_number
 from gptuner_core.dashboard.results import render_tabs
 from gptuner_core.dashboard.workspace import pid_alive
+from gptuner_core.records import Winner
 
 
 ws = widgets.page_setup("Results", "📊")
@@ -71,9 +72,10 @@ def results() -> None:
         m[4].metric(f"Screening best: #{int(best['number'])}", f"{best['speedup']:.3f}x", ci_text,
                     delta_color="off")
         st.code(best["route"] or "(default route)", language="bash")
-        if win.get("message"):
+        if win:
             # the tuner's verdict after interleaved re-validation in fresh processes
-            (st.success if win.get("significant") else st.info)(f"Winner: {win['message']}")
+            verdict = Winner.from_json(win)
+            (st.success if verdict.significant else st.info)(f"**Verdict: {verdict.headline()}** — {verdict.message}")
         if gate_on and epsilon != cfg.get("epsilon") and win.get("number") not in (None, int(best["number"])):
             st.caption(f"At this ε the fastest eligible route is #{int(best['number'])}; re-validate "
                        "it before relying on it (the stored winner was decided at the configured ε).")

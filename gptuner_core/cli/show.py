@@ -67,7 +67,7 @@ def print_ranking(study: str | Path, limit: int | None = None) -> None:
         from gptuner_core.records import Winner
 
         w = Winner.from_json(winner)
-        print(f"verdict: {w.verdict.value}: #{w.number} {w.message}")
+        print(f"verdict: {w.headline()} ({w.message})")
 
 
 class ShowCommand(Command):

@@ -127,6 +127,29 @@ class Winner:
     def significant(self) -> bool:
         return self.verdict is Verdict.WINNER
 
+    def headline(self) -> str:
+        """The one line every surface shows first (CLI ``show``, Overview, Live, Results)."""
+        def ci(pair: tuple[float, float] | None) -> str:
+            return f" [{pair[0]:.3f}, {pair[1]:.3f}]" if pair else ""
+
+        best = ""
+        if self.best is not None and self.best_speedup is not None:
+            best = f"; best #{self.best} {self.best_speedup:.3f}x{ci(self.best_ci)}"
+        rounds = f" after {self.rounds} rounds" if self.rounds else ""
+        if self.verdict is Verdict.WINNER:
+            return f"winner #{self.number}: {self.speedup:.3f}x{ci(self.ci)}{rounds}"
+        if self.verdict is Verdict.INCONCLUSIVE:
+            more = f", ~{self.projected_rounds} rounds would decide" if self.projected_rounds else ""
+            return f"inconclusive{rounds}{more}: keeping the default{best}"
+        if self.verdict is Verdict.NOT_FASTER:
+            return f"not faster{rounds}: keeping the default{best}"
+        if self.verdict is Verdict.NOT_REVALIDATED:
+            pick = f"#{self.number} {self.speedup:.3f}x{ci(self.ci)}" if self.number else "the default"
+            return f"screening only (not re-validated): {pick}"
+        if self.verdict is Verdict.DEFAULT_ONLY:
+            return "the default route (no other eligible route)"
+        return f"re-validation failed: keeping the default{best}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict.value,

@@ -41,6 +41,7 @@ class StudySummary:
     best_speedup: float | None
     best_ci: tuple[float, float] | None
     winner_number: int | None
+    verdict: str = ""
     significant: bool | None
     stale: str
     message: str = ""
@@ -93,9 +94,16 @@ def study_summary(
         best_ci=tuple(ci) if ci else None,
         winner_number=win.get("number"),
         significant=win.get("significant"),
+        verdict=_headline(win),
         stale="; ".join(stale) if stale else "",
         message=str(meta.get("status_message") or win.get("message") or ""),
     )
+
+
+def _headline(win: Mapping[str, Any]) -> str:
+    from gptuner_core.records import Winner
+
+    return Winner.from_json(dict(win)).headline() if win else ""
 
 
 def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
@@ -104,13 +112,7 @@ def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
 
     rows = []
     for s in summaries:
-        best = "—"
-        if s.best_speedup is not None:
-            best = f"{s.best_speedup:.3f}x"
-            if s.best_ci:
-                best += f" [{s.best_ci[0]:.3f}, {s.best_ci[1]:.3f}]"
-            if s.winner_number is not None:
-                best += f" (#{s.winner_number})"
+        best = s.verdict or "—"  # the verdict, never the screening best
         rows.append(
             {
                 "study": s.name,
@@ -119,13 +121,13 @@ def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
                 "backend": s.backend,
                 "search": s.search,
                 "candidates": f"{s.done}/{s.total}" if s.total else str(s.done),
-                "best speedup (95 % CI)": best,
+                "verdict": best,
                 "stale": f"⚠ {s.stale}" if s.stale else "",
                 "message": s.message,
             }
         )
     cols = ["study", "status", "model", "backend", "search", "candidates",
-            "best speedup (95 % CI)", "stale", "message"]
+            "verdict", "stale", "message"]
     return pd.DataFrame(rows, columns=cols)
 
 

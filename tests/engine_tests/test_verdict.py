@@ -103,3 +103,30 @@ class TestWinner:
         assert Winner.from_json({"number": 2, "speedup": 1.4, "ci": [1.2, 1.6], "significant": True,
                                  "message": "x"}).verdict is Verdict.WINNER
         assert Winner.from_json({"number": 0, "significant": False}).verdict is Verdict.NOT_FASTER
+
+
+class TestOneVerdictEverywhere:
+    """The Overview once showed '1.000x [0.655, 6.309] (#0)': the default's 1.0x beside another
+    route's CI. Every surface now shows Winner.headline()."""
+
+    def test_not_faster_never_pairs_the_default_with_another_routes_ci(self):
+        from gptuner_core import views
+
+        win = Winner(verdict=Verdict.INCONCLUSIVE, number=0, speedup=1.0, ci=None, message="m",
+                     best=116, best_speedup=1.385, best_ci=(0.814, 2.358), rounds=5, projected_rounds=40)
+        line = win.headline()
+        assert line == ("inconclusive after 5 rounds, ~40 rounds would decide: keeping the default; "
+                        "best #116 1.385x [0.814, 2.358]")
+        s = views.study_summary("s", config={}, meta={"winner": win.to_json()}, n_finished=3)
+        assert views.studies_frame([s]).iloc[0]["verdict"] == line
+
+    def test_cli_show_prints_the_headline(self, tmp_path, capsys):
+        from gptuner_core.cli.show import print_ranking
+        from gptuner_core.storage import open_store
+
+        win = Winner(verdict=Verdict.WINNER, number=2, speedup=1.4, ci=(1.2, 1.6), message="m", rounds=6)
+        with open_store(tmp_path) as store:
+            store.init_study({"model": "m"}, {})
+            store.set_winner(win)
+        print_ranking(tmp_path)
+        assert "verdict: winner #2: 1.400x [1.200, 1.600] after 6 rounds" in capsys.readouterr().out
