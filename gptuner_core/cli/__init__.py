@@ -40,6 +40,7 @@ _COMMANDS: dict[str, str] = {
     "export": "gptuner_core.cli.export:ExportCommand",
     "import": "gptuner_core.cli.export:ImportCommand",
     "replay": "gptuner_core.cli.replay:ReplayCommand",
+    "revalidate": "gptuner_core.cli.revalidate:RevalidateCommand",
     "doctor": "gptuner_core.cli.doctor:DoctorCommand",
     "explain": "gptuner_core.cli.explain:ExplainCommand",
     "diff": "gptuner_core.cli.diff:DiffCommand",
