@@ -313,3 +313,10 @@ def test_live_progress_stops_the_clock_when_finished():
     p = views.live_progress({"done": 4, "total": 4, "started_at": 100.0, "finished_at": 160.0},
                             now=10_000.0)
     assert "elapsed 1m00s" in p.text
+
+
+def test_live_progress_reads_the_tuners_revalidation_rounds():
+    """Live showed 'Phase idle, ETA 0s' during minutes of re-validation."""
+    p = views.live_progress({"done": 8, "total": 8, "phase": "revalidation", "rounds_done": 3,
+                             "rounds_total": 12, "eta_s": 0.0}, status="running")
+    assert p.phase == "re-validation round 3/12" and p.eta == "—" and p.fraction == 0.25

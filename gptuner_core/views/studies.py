@@ -191,7 +191,17 @@ def live_progress(
     current = p.get("current")
     phase = str(p.get("phase") or "—")
     eta = _duration(p.get("eta_s"))
-    if status == "running" and phase in ("idle", "—", "") and total and done >= total:
+    rounds_total = p.get("rounds_total")
+    if phase == "revalidation":  # the tuner reports its re-validation rounds itself
+        eta = "—"
+        text = f"re-validating the finalists in fresh processes · {text}"
+        if rounds_total:
+            done_rounds = int(p.get("rounds_done") or 0)
+            phase = f"re-validation round {done_rounds}/{rounds_total}"
+            fraction = min(1.0, done_rounds / rounds_total)
+        else:
+            phase = "re-validation"
+    elif status == "running" and phase in ("idle", "—", "") and total and done >= total:
         phase = "re-validation"
         eta = "—"
         if revalidation is not None:
