@@ -5,7 +5,7 @@ Targets (time to the last element rendered, per page): ≤ 1 s at 1,000 candidat
 10,000, ≤ 5 s at 100,000.
 
 For every size one workspace holds one synthetic study (written through the real SQLite store,
-``gptuner_core.dashboard.synthetic``). Two real ``streamlit run`` servers read it: this checkout
+``gptuner_core.testing.synthetic_study``). Two real ``streamlit run`` servers read it: this checkout
 and ``--base`` (e.g. a ``git worktree`` of commit 5985a8e). Headless Chromium (Playwright) opens
 each page; the clock runs from navigation until the script is idle (``stApp`` reports
 ``notRunning``), every plotly chart has drawn its SVG/WebGL layer and no spinner or skeleton is
@@ -86,10 +86,10 @@ def main() -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from gptuner_core.dashboard.server import CHROMIUM
-    from gptuner_core.dashboard.server import CHROMIUM_ARGS
-    from gptuner_core.dashboard.server import dashboard_server
-    from gptuner_core.dashboard.synthetic import write_synthetic_study
+    from gptuner_core.testing.dashboard_server import CHROMIUM
+    from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
+    from gptuner_core.testing.dashboard_server import dashboard_server
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     pages = [p for p in args.pages.split(",") if p]

@@ -33,7 +33,7 @@ def main() -> int:
 
     from streamlit.testing.v1 import AppTest
 
-    from gptuner_core.dashboard.synthetic import write_synthetic_study
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
 
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)

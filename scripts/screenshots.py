@@ -57,9 +57,9 @@ def main() -> int:
     from playwright.sync_api import expect
     from playwright.sync_api import sync_playwright
 
-    from gptuner_core.dashboard.server import CHROMIUM
-    from gptuner_core.dashboard.server import CHROMIUM_ARGS
-    from gptuner_core.dashboard.server import dashboard_server
+    from gptuner_core.testing.dashboard_server import CHROMIUM
+    from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
+    from gptuner_core.testing.dashboard_server import dashboard_server
 
     with tempfile.TemporaryDirectory() as tmp:
         ws = args.workspace

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gptuner_core.dashboard.synthetic import write_synthetic_study
+from gptuner_core.testing.synthetic_study import write_synthetic_study
 
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -114,7 +114,7 @@ def test_failed_launch_on_overview_and_live(empty_workspace, monkeypatch) -> Non
 def test_notes_saved_beside_the_store(tmp_path, monkeypatch) -> None:
     """A note on a study and on a candidate lands in STUDY/notes.json; the store is untouched."""
     from gptuner_core.dashboard.notes import read_notes
-    from gptuner_core.dashboard.synthetic import write_synthetic_study
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
 
     study = write_synthetic_study(tmp_path / "ws" / "noted", 8, seed=4)
     before = (study / "study.sqlite").read_bytes()
@@ -135,7 +135,7 @@ def test_notes_saved_beside_the_store(tmp_path, monkeypatch) -> None:
 
 def test_route_trace_offers_the_artifact(tmp_path, monkeypatch) -> None:
     """A kept artifact inside the study folder can be downloaded from the route trace."""
-    from gptuner_core.dashboard.synthetic import write_synthetic_study
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
 
     study = write_synthetic_study(tmp_path / "ws" / "art", 6, seed=5)
     art = study / "candidates" / "00000" / "model.onnx"

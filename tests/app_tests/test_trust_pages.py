@@ -10,10 +10,10 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from gptuner_core.dashboard import state
-from gptuner_core.dashboard.synthetic import write_synthetic_study
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
+from gptuner_core.testing.synthetic_study import write_synthetic_study
 from tests.app_tests.conftest import APP
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gptuner_core.dashboard.server import CHROMIUM
-from gptuner_core.dashboard.server import CHROMIUM_ARGS
-from gptuner_core.dashboard.server import ROOT
-from gptuner_core.dashboard.server import dashboard_server
+from gptuner_core.testing.dashboard_server import CHROMIUM
+from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
+from gptuner_core.testing.dashboard_server import ROOT
+from gptuner_core.testing.dashboard_server import dashboard_server
 
 
 pytestmark = [

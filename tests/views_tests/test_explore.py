@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gptuner_core import views
-from gptuner_core.dashboard.synthetic import write_synthetic_study
 from gptuner_core.storage import open_store
+from gptuner_core.testing.synthetic_study import write_synthetic_study
 from gptuner_core.views import explore
 
 
