@@ -12,6 +12,10 @@ Rules (the same whichever evaluator answers):
 * a default route that fails ends the study (it defines 1.0x);
 * every ``drift_every`` candidates the default route is re-measured (drift sentinel); a drift
   point cut by a kill is redone when the study continues.
+
+``scale_out`` (:class:`gptuner_core.engine.parallel.ScaleOut`) asking for more than one candidate
+at a time (build ahead, Ray workers) hands over to :func:`gptuner_core.engine.parallel.run_parallel`:
+the same rules with candidates in flight.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.parallel import ScaleOut
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal
     from gptuner_core.strategies import Strategy
@@ -100,8 +105,19 @@ def run_loop(
     sink: Sink,
     space_size: int,
     search: str,
+    scale_out: ScaleOut | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
+    if scale_out is not None:
+        from gptuner_core.engine.parallel import make_pool
+        from gptuner_core.engine.parallel import run_parallel
+
+        pool = make_pool(scale_out, evaluator)
+        if pool is not None:
+            return run_parallel(
+                strategy=strategy, evaluator=evaluator, pool=pool, history=history, key=key,
+                budget=budget, sink=sink, space_size=space_size, search=search,
+            )
     seen = {key(r.requested_route) for r in history}
     artifacts = {
         r.extra["artifact_key"]: r.number
