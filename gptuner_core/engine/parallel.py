@@ -220,8 +220,13 @@ def run_parallel(
                 number, (proposal, fut) = next(iter(inflight.items()))
                 if not fut.done():
                     break
+                if isinstance(fut.exception(), WorkerLost):  # lost since the check above
+                    inflight[number] = (proposal, submit(number, proposal))
+                    break
                 del inflight[number]
                 rec = late_duplicate(fut.result(), artifacts, history)
+                hook = getattr(pool, "committed", None)  # e.g. fetch a remote artifact
+                rec = hook(rec, history) if hook is not None else rec
                 history.append(rec if rec.number == 0 else rec.replace(samples_ms=()))
                 sink.finished(rec, history)
                 strategy.tell(rec)
