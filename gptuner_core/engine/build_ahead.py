@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.device_gate import DeviceGate
-from gptuner_core.engine.parallel import run_in_thread
+from gptuner_core.engine.scale_out import run_in_thread
 
 
 if TYPE_CHECKING:

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from gptuner_core.engine.parallel import WorkerLost
-from gptuner_core.engine.parallel import nothing
+from gptuner_core.engine.scale_out import WorkerLost
+from gptuner_core.engine.scale_out import nothing
 from gptuner_core.errors import ConfigError
 
 
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.engine.parallel import ScaleOut
+    from gptuner_core.engine.scale_out import ScaleOut
     from gptuner_core.records import CandidateRecord
     from gptuner_core.strategies import Proposal
 
@@ -106,6 +106,32 @@ def _gpu_fingerprint() -> str:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - NVML missing: the visible device's name is all we know
         return f"gpu {os.environ.get('CUDA_VISIBLE_DEVICES', '?')}"
+
+
+def check_devices(devices: Sequence[dict[str, Any]], *, normalize: bool) -> None:
+    """Refuse workers whose devices differ (their latencies cannot be compared) unless
+    ``normalize``."""
+    prints = sorted({d["fingerprint"] for d in devices})
+    if len(prints) > 1 and not normalize:
+        msg = (
+            "the workers' devices differ, so their latencies cannot be compared: "
+            + "; ".join(f"worker {d['worker']} on {d['host']}: {d['fingerprint']}" for d in devices)
+            + " (expected one kind of device; pass --normalize to compare each candidate "
+            "with the default route measured on its own device)"
+        )
+        raise ConfigError(msg)
+
+
+def unpack(data: bytes, name: str, dest: Path) -> Path:
+    """Write an artifact fetched with :meth:`Worker.fetch` (bytes, or a tar of a folder) into
+    ``dest``; the local path of the artifact."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if len(data) > 262 and data[257:262] == b"ustar":
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
+    else:
+        (dest / name).write_bytes(data)
+    return dest / name
 
 
 class Worker:
@@ -192,16 +218,11 @@ class RayPool:
         self.width = scale.workers
         self._busy: set[int] = set()
         self.devices = ray.get([a.info.remote() for a in self.actors])
-        prints = sorted({d["fingerprint"] for d in self.devices})
-        if len(prints) > 1 and not scale.normalize:
+        try:
+            check_devices(self.devices, normalize=scale.normalize)
+        except ConfigError:
             self.close()
-            msg = (
-                "the workers' devices differ, so their latencies cannot be compared: "
-                + "; ".join(f"worker {d['worker']} on {d['host']}: {d['fingerprint']}" for d in self.devices)
-                + " (expected one kind of device; pass --normalize to compare each candidate "
-                "with the default route measured on its own device)"
-            )
-            raise ConfigError(msg)
+            raise
 
     @staticmethod
     def _kind(evaluator: Evaluator) -> str:
@@ -252,14 +273,7 @@ class RayPool:
         """Copy ``rec``'s artifact from the worker that built it to ``dest`` (a folder)."""
         worker = int((rec.extra.get("device") or {}).get("worker", 0))
         data = self.ray.get(self.actors[worker].fetch.remote(rec.artifact_path))
-        src = Path(str(rec.artifact_path))
-        dest.mkdir(parents=True, exist_ok=True)
-        if data[257:262] == b"ustar":
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(dest, filter="data")
-        else:
-            (dest / src.name).write_bytes(data)
-        return dest / src.name
+        return unpack(data, Path(str(rec.artifact_path)).name, dest)
 
     def committed(self, rec: CandidateRecord, history: Sequence[CandidateRecord]) -> CandidateRecord:
         """Fetch a remote candidate's artifact when it ranks among the best (the winner always)."""

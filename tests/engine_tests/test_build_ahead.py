@@ -16,8 +16,8 @@ from gptuner_core.cli import main
 from gptuner_core.engine import tuner as tuner_module
 from gptuner_core.engine.build_ahead import BuildAheadPool
 from gptuner_core.engine.loop import run_loop
-from gptuner_core.engine.parallel import ScaleOut
-from gptuner_core.engine.parallel import default_build_workers
+from gptuner_core.engine.scale_out import ScaleOut
+from gptuner_core.engine.scale_out import default_build_workers
 from gptuner_core.errors import ConfigError
 from gptuner_core.storage import open_store
 
@@ -74,3 +74,4 @@ def test_scale_out_validation_and_defaults():
     with pytest.raises(ConfigError, match=">= 0"):
         ScaleOut(build_workers=-1).validated()
     assert BuildAheadPool.__name__  # importable without Ray
+

@@ -28,9 +28,9 @@ from gptuner_core.config import StudyConfig  # noqa: E402
 from gptuner_core.engine import tuner as tuner_module  # noqa: E402
 from gptuner_core.engine.loop import Budget  # noqa: E402
 from gptuner_core.engine.loop import run_loop  # noqa: E402
-from gptuner_core.engine.parallel import ScaleOut  # noqa: E402
 from gptuner_core.engine.parallel import run_parallel  # noqa: E402
 from gptuner_core.engine.ray_workers import RayPool  # noqa: E402
+from gptuner_core.engine.scale_out import ScaleOut  # noqa: E402
 from gptuner_core.engine.simulate import _TraceSink  # noqa: E402
 from gptuner_core.engine.tuner import Tuner  # noqa: E402
 from gptuner_core.recording import load_recording  # noqa: E402
@@ -140,7 +140,7 @@ ray.init(num_cpus=2, resources={"gptuner_cpu_device": 2}, include_dashboard=Fals
          log_to_driver=False)
 from gptuner_core.engine import recorded, tuner
 from gptuner_core.engine.loop import run_loop
-from gptuner_core.engine.parallel import ScaleOut
+from gptuner_core.engine.scale_out import ScaleOut
 from gptuner_core.testing.slow_replay import SlowRecordedEvaluator
 recorded.RecordedEvaluator = SlowRecordedEvaluator
 tuner.run_loop = functools.partial(run_loop, scale_out=ScaleOut(ray="auto", workers=2))
