@@ -39,6 +39,7 @@ from gptuner_core.records import StudyStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gptuner_core.device_lock import DeviceLock
     from gptuner_core.engine.evaluator import Evaluator
     from gptuner_core.engine.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
@@ -54,13 +55,14 @@ def run_loop(
     space_size: int,
     search: str,
     scale_out: ScaleOut | None = None,
+    device_lock: DeviceLock | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
     if scale_out is not None:
         from gptuner_core.engine.parallel import run_parallel
         from gptuner_core.engine.pools import make_pool
 
-        pool = make_pool(scale_out, evaluator)
+        pool = make_pool(scale_out, evaluator, device_lock=device_lock)
         if pool is not None:
             return run_parallel(
                 strategy=strategy, evaluator=evaluator, pool=pool, history=history, key=key,
