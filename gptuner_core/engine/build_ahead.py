@@ -52,16 +52,31 @@ class BuildAheadPool:
         self.gate = DeviceGate(build_workers=build_workers, build_uses_device=uses, lock=lock)
         self.split = ctx is not None
         self.width = build_workers + 1
+        self._phases: dict[int, tuple[str, str]] = {}  # number -> (route, latest phase)
 
     def submit(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None],
     ) -> Future[CandidateRecord]:
         kw = {"gate": self.gate} if self.split else {}
-        return run_in_thread(
-            lambda: self.evaluator.evaluate(proposal, number, history, artifacts, on_phase, **kw),
-            name=f"gptuner-candidate-{number}",
-        )
+        route = str(proposal.route)
+        self._phases[number] = (route, "queued")
+
+        def phase(ph: str) -> None:
+            self._phases[number] = (route, ph)
+            on_phase(ph)
+
+        def work() -> CandidateRecord:
+            try:
+                return self.evaluator.evaluate(proposal, number, history, artifacts, phase, **kw)
+            finally:
+                self._phases.pop(number, None)
+
+        return run_in_thread(work, name=f"gptuner-candidate-{number}")
+
+    def workers(self) -> list[dict[str, object]]:
+        """The candidates in flight and their phase (``queued``, ``build``, ``measure``...)."""
+        return [{"number": n, "route": r, "state": ph} for n, (r, ph) in sorted(self._phases.items())]
 
     def measuring(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.measuring()

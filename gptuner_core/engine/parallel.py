@@ -183,6 +183,7 @@ def run_parallel(
                     strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
                 ))
                 inflight[number] = (proposal, submit(number, proposal))
+            _workers(pool, sink)
             if not inflight:
                 if held is not None:
                     loop.remeasure(gated, strategy, history, held, sink)
@@ -196,6 +197,15 @@ def run_parallel(
     finally:
         _drain(phases, sink, history)
         pool.close()
+
+
+def _workers(pool: CandidatePool, sink: loop.Sink) -> None:
+    """Each worker's state to the sink, when both know how (``pool.workers()``,
+    ``sink.workers(states)``: the Live page's worker table)."""
+    states, report = getattr(pool, "workers", None), getattr(sink, "workers", None)
+    if states is not None and report is not None:
+        with contextlib.suppress(Exception):
+            report(states())
 
 
 def _drain(phases: queue.Queue[tuple[str, str]], sink: loop.Sink, history: list[CandidateRecord]) -> None:

@@ -61,6 +61,12 @@ class ScaleOut:
         if self.ray is None and self.workers > 1:
             msg = f"{self.workers} workers need Ray (--ray auto or an address); got none"
             raise ConfigError(msg)
+        if self.ray is not None:
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                msg = f"--ray {self.ray} needs Ray, which is not installed: pip install 'gptuner[ray]'"
+                raise ConfigError(msg)
         return self
 
 
@@ -92,6 +98,10 @@ class CandidatePool(Protocol):
         """Held around a re-measurement of the coordinator (drift, racing)."""
 
     def close(self) -> None: ...
+
+    # optional: ``workers() -> list[dict]``, each worker's device and state, for the Live page
+
+
 
 
 def run_in_thread(work: Callable[[], CandidateRecord], name: str) -> Future[CandidateRecord]:

@@ -116,7 +116,13 @@ def test_killed_worker_candidate_requeued_and_completed(cluster):
     killer = threading.Thread(target=kill_when_busy, daemon=True)
     killer.start()
     strategy = get_strategy("full", recording.expression, seed=0, db=recording.db)
-    sink = _TraceSink(recording, evaluator)
+    states: list[list[dict]] = []
+
+    class Sink(_TraceSink):
+        def workers(self, now):  # the Live page's worker table
+            states.append(now)
+
+    sink = Sink(recording, evaluator)
     history: list = []
     end = run_parallel(
         strategy=strategy, evaluator=evaluator, pool=pool, history=history,
@@ -129,6 +135,8 @@ def test_killed_worker_candidate_requeued_and_completed(cluster):
     assert again, f"no candidate was re-queued: {submitted}"
     assert [r.number for r in history] == list(range(10))
     assert not [r for r in history if r.state is CandidateState.CRASHED]
+    assert any([w["state"] for w in now] == ["busy", "busy"] for now in states)
+    assert all(w["uuid"] and w["fingerprint"] for now in states for w in now)
     expected = {r.requested_route: r.state for r in recording.records}
     assert all(expected.get(r.requested_route, r.state) is r.state for r in history)
 
