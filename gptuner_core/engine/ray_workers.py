@@ -217,6 +217,7 @@ class RayPool:
         self.actors = [actor.remote(evaluator, i, self.kind, scale.normalize) for i in range(scale.workers)]
         self.width = scale.workers
         self._busy: set[int] = set()
+        self._used: dict[int, int] = {}
         self.devices = ray.get([a.info.remote() for a in self.actors])
         try:
             check_devices(self.devices, normalize=scale.normalize)
@@ -244,8 +245,10 @@ class RayPool:
     ) -> Future[CandidateRecord]:
         from ray import exceptions as rx
 
-        index = next(i for i in range(len(self.actors)) if i not in self._busy)
+        free = [i for i in range(len(self.actors)) if i not in self._busy]
+        index = min(free, key=lambda i: self._used.get(i, 0))  # the least used free worker
         self._busy.add(index)
+        self._used[index] = self._used.get(index, 0) + 1
         on_phase(f"worker {index}")
         out: Future[CandidateRecord] = Future()
         out.set_running_or_notify_cancel()
