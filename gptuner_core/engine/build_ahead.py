@@ -50,7 +50,7 @@ class BuildAheadPool:
         uses = build_uses_device(ctx.config.backend, dict(ctx.config.backend_options)) if ctx else False
         self.evaluator = evaluator
         self.gate = DeviceGate(build_workers=build_workers, build_uses_device=uses, lock=lock)
-        self.split = ctx is not None
+        self.split = self.builds = ctx is not None
         self.width = build_workers + 1
         self._phases: dict[int, tuple[str, str]] = {}  # number -> (route, latest phase)
 

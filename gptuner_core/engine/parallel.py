@@ -136,7 +136,9 @@ def run_parallel(
                     inflight[number] = (proposal, submit(number, proposal))
                     break
                 del inflight[number]
-                rec = late_duplicate(fut.result(), artifacts, history)
+                rec = fut.result()
+                if getattr(pool, "builds", True):  # a recording's answers stay as recorded
+                    rec = late_duplicate(rec, artifacts, history)
                 hook = getattr(pool, "committed", None)  # e.g. fetch a remote artifact
                 rec = hook(rec, history) if hook is not None else rec
                 history.append(rec if rec.number == 0 else rec.replace(samples_ms=()))
@@ -149,8 +151,7 @@ def run_parallel(
                     ))
                 if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
                     artifacts.setdefault(rec.extra["artifact_key"], rec.number)
-                if not inflight:
-                    loop.drift(gated, history, budget, sink)
+                loop.drift(gated, history, budget, sink)  # holds the measuring side
             while end is None and held is None and len(inflight) < pool.width:
                 if not history and inflight:
                     break  # the default route runs alone: it defines the golden outputs

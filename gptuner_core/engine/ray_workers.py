@@ -201,6 +201,7 @@ class RayPool:
         self.host = socket.gethostname()
         self.evaluator = evaluator
         self.kind = self._kind(evaluator)
+        self.builds = getattr(evaluator, "ctx", None) is not None  # real builds (not a recording)
         resources = ray.cluster_resources()
         need = "GPU" if self.kind == "gpu" else CPU_RESOURCE
         if resources.get(need, 0) < scale.workers:

@@ -83,3 +83,11 @@ def test_scale_out_validation_and_defaults():
         ScaleOut(build_workers=-1).validated()
     assert BuildAheadPool.__name__  # importable without Ray
 
+
+def test_ray_without_ray_is_one_clear_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ConfigError, match=r"--ray auto needs Ray, which is not installed: pip install 'gptuner\[ray\]'"):
+        ScaleOut(ray="auto", workers=2).validated()
+
