@@ -57,6 +57,9 @@ class _Gated:
         return self.evaluator.evaluate(*args, **kw)
 
     def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        remote = getattr(self.pool, "remeasure", None)  # Ray: on the worker that measured it
+        if remote is not None:
+            return remote(record, purpose, scale)
         with self.pool.measuring():
             return self.evaluator.remeasure(record, purpose, scale)
 

@@ -22,6 +22,9 @@ fetches every eligible candidate from another host that is among the best three 
 commits it, so the winner (and any re-validation contender) is always local before the study
 finishes. The study folder (inputs, golden outputs) must then be on a path every node sees.
 
+Drift and racing re-measurements run on the worker that measured the record (the default
+route's for drift), re-validation of the winner on the coordinator's device (one device).
+
 Faults: a worker, its node or Ray dying with a candidate in flight raises
 :class:`~gptuner_core.engine.parallel.WorkerLost` for it and the loop re-queues it (the actor
 is restarted by Ray, ``max_restarts=-1``); a candidate crashing its own process is its result.
@@ -172,6 +175,9 @@ class Worker:
         return rec.replace(extra={**rec.extra, "normalized": {
             "default_median_ms": res.latency.median_ms, "device": self.device["uuid"]}})
 
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> Any:
+        return self.evaluator.remeasure(record, purpose, scale)
+
     def fetch(self, path: str) -> bytes:
         """The bytes of an artifact on this worker's node (a tar of a folder)."""
         p = Path(path)
@@ -272,6 +278,18 @@ class RayPool:
 
     def measuring(self) -> contextlib.AbstractContextManager[None]:
         return nothing()
+
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> Any:
+        """A drift or racing re-measurement, on the worker (device) that measured ``record``
+        (after the candidate it is running, if any); a lost worker answers a CRASHED result."""
+        from gptuner_core.records import CandidateState
+        from gptuner_core.records import ChildResult
+
+        worker = int((record.extra.get("device") or {}).get("worker", 0)) % max(1, len(self.actors))
+        try:
+            return self.ray.get(self.actors[worker].remeasure.remote(record, purpose, scale))
+        except Exception as exc:  # noqa: BLE001 - the worker died: this re-measurement failed
+            return ChildResult(state=CandidateState.CRASHED, error=f"worker {worker} lost: {type(exc).__name__}")
 
     def fetch(self, rec: CandidateRecord, dest: Path) -> Path:
         """Copy ``rec``'s artifact from the worker that built it to ``dest`` (a folder)."""

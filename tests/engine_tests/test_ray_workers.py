@@ -57,7 +57,7 @@ def _config(search="full"):
     rec = load_recording(SWEEP)
     return StudyConfig(model=str(SWEEP), backend="replay", expression=str(rec.expression),
                        search=search, seed=4, revalidate_top_k=2, revalidate_rounds=2,
-                       drift_every=0)
+                       drift_every=5)
 
 
 def _study(path, monkeypatch, scale_out, search="full"):
@@ -72,6 +72,11 @@ def test_two_workers_same_candidates_and_verdict(cluster, tmp_path, monkeypatch)
     db = load_recording(SWEEP).db
     one, recs1, win1 = _study(tmp_path / "one", monkeypatch, None)
     two, recs2, win2 = _study(tmp_path / "two", monkeypatch, ScaleOut(ray="auto", workers=2))
+    drifts = []
+    for name in ("one", "two"):
+        with open_store(tmp_path / name, readonly=True) as store:
+            drifts.append([e.payload["after_candidate"] for e in store.events("baseline")])
+    assert drifts[0] and drifts[1] == drifts[0], "the drift sentinel ran at the same points, on a worker"
     assert two.status == one.status == "finished"
     keys = [Route.parse(r.requested_route).key(db) for r in recs2]
     assert len(keys) == len(set(keys)), "a route was proposed twice"
