@@ -133,6 +133,10 @@ class Backend(abc.ABC):
     """
 
     name: ClassVar[str] = ""
+    #: whether building touches the device the candidates are measured on (TensorRT times
+    #: tactics on the GPU, torch/Triton benchmark kernels, ONNX Runtime quantizes on the CPU it
+    #: is measured on): such builds never overlap a measurement when building ahead
+    build_uses_device: ClassVar[bool] = True
     #: option name -> :class:`gptuner_core.options.Option` (a ``(description, default)`` pair
     #: is read as an Option taking any value); drives CLI help and the dashboard form.
     option_declarations: ClassVar[dict[str, Any]] = {}

@@ -2,7 +2,8 @@
 
 ``run_candidate`` builds a route, stops early when the artifact is a duplicate of an earlier one,
 runs the study's inputs for the accuracy gate (``outputs.npz``), evaluates the task metric and
-measures latency.
+measures latency. Building ahead splits that in two processes: ``build_only`` (build, hash,
+duplicate check) and ``run_candidate`` with ``ChildJob.artifact`` set (everything after the build).
 ``remeasure`` loads an existing artifact in a fresh process and measures it again (interleaved
 re-validation, drift sentinel, racing). Both take a :class:`ChildJob` and return a
 :class:`ChildResult` (as JSON, through ``isolation``); the parent classifies.
@@ -80,16 +81,14 @@ def _task_metric(job: ChildJob, outputs: dict[str, np.ndarray]) -> dict[str, Any
         return {"task_error": str(exc)}
 
 
-def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+def _build(job: ChildJob, backend: Any, workdir: Path, phase: Callable[[str], None]) -> tuple[Any, ChildResult]:
+    """Build, hash and identify the artifact (DUPLICATE when its key is already known)."""
     from gptuner_core.routes import Route
 
-    job = ChildJob.from_json(job_json)
-    backend = load_backend(job.backend, job.backend_options)
-    route = Route.parse(job.route)
-    calibration = _npz(job.calibration)
     phase("build")
     t0 = time.perf_counter()
-    build = backend.build(Path(job.model), route, workdir / "artifact", calibration=calibration)
+    build = backend.build(Path(job.model), Route.parse(job.route), workdir / "artifact",
+                          calibration=_npz(job.calibration))
     build_time = time.perf_counter() - t0
     sha = file_sha256(build.artifact)
     size = (
@@ -105,7 +104,36 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         build_time_s=build_time,
     )
     if key in job.known_artifacts:
-        return built.replace(state=CandidateState.DUPLICATE, duplicate_of=job.known_artifacts[key]).to_json()
+        built = built.replace(state=CandidateState.DUPLICATE, duplicate_of=job.known_artifacts[key])
+    return build, built
+
+
+def build_only(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """The build half of a candidate (build ahead): build, hash, write the artifact; no device
+    measurement. ``run_candidate`` with ``ChildJob.artifact`` set is the other half."""
+    job = ChildJob.from_json(job_json)
+    backend = load_backend(job.backend, job.backend_options)
+    return _build(job, backend, workdir, phase)[1].to_json()
+
+
+def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """Build (unless ``job.artifact`` names one built by :func:`build_only`), then outputs,
+    task metric, measurement and profile."""
+    from gptuner_core.backends import BuildResult
+
+    job = ChildJob.from_json(job_json)
+    backend = load_backend(job.backend, job.backend_options)
+    if job.artifact:
+        build = BuildResult(
+            artifact=Path(job.artifact), effective_route=job.effective_route or job.route,
+            info=job.info,
+        )
+        built = ChildResult(state=CandidateState.COMPLETE, effective_route=build.effective_route,
+                            info=build.info, artifact=job.artifact)
+    else:
+        build, built = _build(job, backend, workdir, phase)
+        if built.state is CandidateState.DUPLICATE:
+            return built.to_json()
     phase("measure")
     from gptuner_core.batching import iter_batches
     from gptuner_core.batching import rows_of

@@ -35,11 +35,13 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.device_gate import DeviceGate
     from gptuner_core.engine.inputs import StudyInputs
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
 
 BUILD_TARGET = "gptuner_core.engine.child:run_candidate"
+BUILD_ONLY_TARGET = "gptuner_core.engine.child:build_only"
 REMEASURE_TARGET = "gptuner_core.engine.child:remeasure"
 
 
@@ -112,8 +114,12 @@ class IsolatedEvaluator:
     # -- evaluating a proposal -------------------------------------------------------------
     def evaluate(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
-        artifacts: dict[str, int], on_phase: Callable[[str], None],
+        artifacts: dict[str, int], on_phase: Callable[[str], None], *,
+        gate: DeviceGate | None = None,
     ) -> CandidateRecord:
+        """One process per candidate; with ``gate`` (building ahead) two: ``build_only`` under
+        the gate's build side, then the rest under its measuring side (thread-safe: the loop
+        runs several at once, each in its own candidate folder)."""
         ws = self.ctx.workspace
         workdir = ws.candidate_dir(number)
         if workdir.exists():  # left by a tuner killed mid-candidate: that candidate re-runs
@@ -127,7 +133,7 @@ class IsolatedEvaluator:
             log_path=str(workdir / "log.txt"),
         )
         try:
-            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir)
+            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir, gate)
         except Exception as exc:  # noqa: BLE001 - a candidate's problem never kills the tuner
             text = str(exc) if isinstance(exc, GptunerError) else f"{type(exc).__name__}: {exc}"
             workdir.mkdir(parents=True, exist_ok=True)
@@ -142,6 +148,7 @@ class IsolatedEvaluator:
     def _evaluate(
         self, rec: CandidateRecord, proposal: Proposal, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None], workdir: Path,
+        gate: DeviceGate | None = None,
     ) -> CandidateRecord:
         cfg = self.ctx.config
         build_timeout = cfg.build_timeout_s
@@ -149,13 +156,18 @@ class IsolatedEvaluator:
             build_timeout = min(build_timeout, max(1.0, proposal.build_timeout_factor * history[0].build_time_s))
         job = self.job(rec.requested_route, known_artifacts=dict(artifacts),
                        measure_scale=proposal.measure_scale)
-        res = self._run(BUILD_TARGET, job, workdir, self._timeouts(build_timeout), on_phase)
+        timeline: dict[str, float] = {}
+        if gate is None:
+            res = self._run(BUILD_TARGET, job, workdir, self._timeouts(build_timeout), on_phase)
+        else:
+            res = self._run_split(job, workdir, self._timeouts(build_timeout), on_phase, gate, timeline)
         rec = rec.replace(
             phase=res.phase, finished_at=time.time(), effective_route=res.effective_route,
             build_time_s=res.build_time_s, artifact_path=res.artifact,
             artifact_sha256=res.sha256, artifact_size=res.size,
             extra={"artifact_key": res.artifact_key, "info": res.info, "phase_times": res.phase_times,
-                   **({"profile": res.profile} if res.profile else {})},
+                   **({"profile": res.profile} if res.profile else {}),
+                   **({"timeline": timeline} if timeline else {})},
         )
         if res.state is CandidateState.DUPLICATE:
             original = next(r for r in history if r.number == res.duplicate_of)
@@ -173,6 +185,33 @@ class IsolatedEvaluator:
         rec = self._gate(rec, workdir, res)
         rec = verdict.with_speedup(rec, history[0] if history else None)
         return self._finish(rec)
+
+    def _run_split(self, job: ChildJob, workdir: Path, timeouts: dict[str, float],
+                   on_phase: Callable[[str], None], gate: DeviceGate,
+                   timeline: dict[str, float]) -> ChildResult:
+        """Build in one process (a build slot), measure the artifact in another (the device);
+        ``timeline`` gets the wall-clock instants of both (``rec.extra["timeline"]``)."""
+        t0 = time.time()
+        with gate.building():
+            t1 = time.time()
+            built = self._run(BUILD_ONLY_TARGET, job, workdir, timeouts, on_phase)
+            t2 = time.time()
+        timeline.update(queued=t0, build_start=t1, build_end=t2)
+        if not built.ok or built.state is CandidateState.DUPLICATE:
+            return built
+        rest = job.replace(artifact=built.artifact, effective_route=built.effective_route,
+                           info=dict(built.info))
+        with gate.measuring():
+            t3 = time.time()
+            res = self._run(BUILD_TARGET, rest, workdir, timeouts, on_phase)
+            t4 = time.time()
+        timeline.update(measure_start=t3, measure_end=t4)
+        times = {**built.phase_times, **{k: v for k, v in res.phase_times.items() if k != "start"}}
+        return res.replace(
+            effective_route=built.effective_route, info=built.info,
+            artifact=built.artifact, sha256=built.sha256, artifact_key=built.artifact_key,
+            size=built.size, build_time_s=built.build_time_s, phase_times=times,
+        )
 
     def _gate(self, rec: CandidateRecord, workdir: Path, res: ChildResult) -> CandidateRecord:
         """The default route (candidate 0) defines the golden outputs and reference metric."""

@@ -12,16 +12,25 @@ Rules (the same whichever evaluator answers):
 * a default route that fails ends the study (it defines 1.0x);
 * every ``drift_every`` candidates the default route is re-measured (drift sentinel); a drift
   point cut by a kill is redone when the study continues.
+
+``scale_out`` (:class:`gptuner_core.engine.scale_out.ScaleOut`) asking for more than one candidate
+at a time (build ahead, Ray workers) hands over to :func:`gptuner_core.engine.parallel.run_parallel`:
+the same rules with candidates in flight.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from typing import Protocol
 
-from gptuner_core.engine import verdict
+from gptuner_core.engine.loop_parts import MAX_SKIPS
+from gptuner_core.engine.loop_parts import Budget
+from gptuner_core.engine.loop_parts import LoopEnd
+from gptuner_core.engine.loop_parts import Sink
+from gptuner_core.engine.loop_parts import budget_reason
+from gptuner_core.engine.loop_parts import drift
+from gptuner_core.engine.loop_parts import drift_point
+from gptuner_core.engine.loop_parts import remeasure
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import StudyStatus
@@ -30,65 +39,10 @@ from gptuner_core.records import StudyStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gptuner_core.device_lock import DeviceLock
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.records import ChildResult
-    from gptuner_core.strategies import Proposal
+    from gptuner_core.engine.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
-
-MAX_SKIPS = 10_000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Budget:
-    max_candidates: int | None = None
-    time_budget_s: float | None = None
-    target_speedup: float | None = None
-    drift_every: int = 0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LoopEnd:
-    status: StudyStatus
-    reason: str
-    exhausted: bool = False
-
-
-class Sink(Protocol):
-    """Where the loop reports: the tuner writes to the store, a simulation keeps a trace."""
-
-    def started(self, rec: CandidateRecord) -> None: ...
-    def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None: ...
-    def replaced(self, rec: CandidateRecord) -> None: ...
-    def skipped(self, proposal: Proposal) -> None: ...
-    def phase(self, route: str, phase: str, history: list[CandidateRecord]) -> None: ...
-    def baseline(self, after: int, result: ChildResult) -> None:
-        """A drift re-measurement of the default route (failed ones too: not retried)."""
-    def baselines_done(self) -> set[int]: ...
-    def stop_requested(self) -> bool: ...
-    def elapsed_s(self) -> float: ...
-
-
-def budget_reason(budget: Budget, history: list[CandidateRecord], sink: Sink) -> str:
-    if sink.stop_requested():
-        return "stopped on request"
-    if budget.max_candidates is not None and len(history) >= budget.max_candidates:
-        return f"candidate budget reached ({budget.max_candidates})"
-    if budget.time_budget_s is not None and sink.elapsed_s() >= budget.time_budget_s:
-        return f"time budget reached ({budget.time_budget_s:g} s)"
-    if budget.target_speedup is not None:
-        best = max((r.speedup or 0.0 for r in history if r.eligible), default=0.0)
-        if best >= budget.target_speedup:
-            return f"target speed-up {budget.target_speedup:g}x reached ({best:.3f}x)"
-    return ""
-
-
-def drift_point(history: list[CandidateRecord], every: int) -> int | None:
-    """The number of the candidate after which the latest due drift re-measurement falls."""
-    if not every or len(history) < 2:
-        return None
-    due = ((len(history) - 1) // every) * every
-    return history[due].number if due >= 1 else None
-
 
 def run_loop(
     *,
@@ -100,8 +54,20 @@ def run_loop(
     sink: Sink,
     space_size: int,
     search: str,
+    scale_out: ScaleOut | None = None,
+    device_lock: DeviceLock | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
+    if scale_out is not None:
+        from gptuner_core.engine.parallel import run_parallel
+        from gptuner_core.engine.pools import make_pool
+
+        pool = make_pool(scale_out, evaluator, device_lock=device_lock)
+        if pool is not None:
+            return run_parallel(
+                strategy=strategy, evaluator=evaluator, pool=pool, history=history, key=key,
+                budget=budget, sink=sink, space_size=space_size, search=search,
+            )
     seen = {key(r.requested_route) for r in history}
     artifacts = {
         r.extra["artifact_key"]: r.number
@@ -109,7 +75,7 @@ def run_loop(
         if r.extra.get("artifact_key") and r.state is CandidateState.COMPLETE
     }
     skipped = 0
-    _drift(evaluator, history, budget, sink)  # a drift point cut by a kill is redone first
+    drift(evaluator, history, budget, sink)  # a drift point cut by a kill is redone first
     while True:
         reason = budget_reason(budget, history, sink)
         if reason:
@@ -125,7 +91,7 @@ def run_loop(
                 f"strategy '{search}' finished after {len(history)} of {space_size} routes"
             ))
         if proposal.remeasure_of is not None:
-            _remeasure(evaluator, strategy, history, proposal, sink)
+            remeasure(evaluator, strategy, history, proposal, sink)
             continue
         k = key(str(proposal.route))
         if k in seen:
@@ -158,40 +124,7 @@ def run_loop(
             ))
         if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
             artifacts.setdefault(rec.extra["artifact_key"], rec.number)
-        _drift(evaluator, history, budget, sink)
+        drift(evaluator, history, budget, sink)
 
 
-def _drift(evaluator: Evaluator, history: list[CandidateRecord], budget: Budget, sink: Sink) -> None:
-    after = drift_point(history, budget.drift_every)
-    if after is None or after in sink.baselines_done():
-        return
-    sink.phase("(default route)", "drift", history)
-    sink.baseline(after, evaluator.remeasure(history[0], f"baselines/{after:05d}"))
-
-
-def _remeasure(
-    evaluator: Evaluator, strategy: Strategy, history: list[CandidateRecord],
-    proposal: Proposal, sink: Sink,
-) -> None:
-    """A racing strategy's longer measurement of a contender; updates that candidate in place."""
-    number = proposal.remeasure_of
-    idx = next((i for i, r in enumerate(history) if r.number == number), None)
-    if idx is None or history[idx].requested_route != str(proposal.route):
-        sink.skipped(proposal)
-        return
-    rec = history[idx]
-    if not rec.eligible:
-        strategy.tell(rec)
-        return
-    rung = proposal.info.get("race_rung", 1)
-    sink.phase(rec.requested_route, "measure", history)
-    res = evaluator.remeasure(rec, f"candidates/{rec.number:05d}/rung{rung}", proposal.measure_scale)
-    if res.ok and res.latency is not None:
-        rec = rec.replace(
-            latency=res.latency, samples_ms=res.samples_ms, telemetry=res.telemetry,
-            strategy_info={**rec.strategy_info, **proposal.info},
-        )
-        rec = verdict.with_speedup(rec, history[0] if rec.number != 0 else None)
-        sink.replaced(rec)
-    history[idx] = rec if rec.number == 0 else rec.replace(samples_ms=())
-    strategy.tell(history[idx])
+__all__ = ["MAX_SKIPS", "Budget", "LoopEnd", "Sink", "budget_reason", "drift_point", "run_loop"]

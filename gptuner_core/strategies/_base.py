@@ -8,7 +8,12 @@ strategy. Contract (checked by ``tests/strategies_tests``):
 * a route whose :meth:`Route.key` was already evaluated in the study is never proposed again
   (``history`` holds every record of the study, including those of an earlier, resumed run);
 * ``ask`` returns ``None`` when the strategy is done; the tuner enforces budgets on top;
-* routes given as ``warm_start`` (best routes of earlier studies) come right after the baseline.
+* routes given as ``warm_start`` (best routes of earlier studies) come right after the baseline;
+* ``pending`` holds the proposals in flight (asked, not yet in ``history``: parallel builds or
+  workers); a strategy never proposes a route whose key is evaluated *or* pending
+  (:meth:`Strategy.taken`). With proposals in flight, ``None`` means "nothing to propose until
+  one of them is told" (a phase or rung that needs their results); the loop asks again after the
+  next result and ends only on ``None`` with nothing in flight.
 
 ``history`` passed to :meth:`Strategy.ask` is the source of truth (it survives a resume);
 :meth:`Strategy.tell` is an optional hook. Helpers here (:meth:`Strategy.key`,
@@ -129,6 +134,15 @@ class Strategy(abc.ABC):
         self._keys_cache = (len(history), keys)
         return keys
 
+    def pending_keys(self, pending: Sequence[Proposal]) -> set[str]:
+        """Keys of the proposals in flight (re-measurements excluded: they build nothing)."""
+        return {self.key(p.route) for p in pending if p.remeasure_of is None}
+
+    def taken(self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()) -> set[str]:
+        """Keys that must not be proposed: evaluated in ``history`` or in flight."""
+        seen = self.evaluated(history)
+        return seen | self.pending_keys(pending) if pending else seen
+
     def by_key(self, history: Sequence[CandidateRecord]) -> dict[str, CandidateRecord]:
         """Latest record per route key (a race re-measurement replaces the short one)."""
         out: dict[str, CandidateRecord] = {}
@@ -138,9 +152,11 @@ class Strategy(abc.ABC):
                 out[k] = rec
         return out
 
-    def prelude(self, history: Sequence[CandidateRecord]) -> Proposal | None:
-        """The baseline, then each warm-start route, unless already evaluated."""
-        seen = self.evaluated(history)
+    def prelude(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        """The baseline, then each warm-start route, unless already evaluated or in flight."""
+        seen = self.taken(history, pending)
         base = self.space.baseline()
         if self.key(base) not in seen:
             return Proposal(route=base, info={"phase": "baseline"})
@@ -154,8 +170,11 @@ class Strategy(abc.ABC):
 
     # -- the contract ----------------------------------------------------------------------
     @abc.abstractmethod
-    def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
-        """Next route to evaluate, or ``None`` when done."""
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        """Next route to evaluate (never one evaluated or in ``pending``), or ``None`` when done
+        (or, with proposals in flight, nothing until one of them is told)."""
 
     def tell(self, record: CandidateRecord) -> None:  # noqa: B027 - optional hook
         """Called with every finished record, in order."""

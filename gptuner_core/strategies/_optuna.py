@@ -220,15 +220,17 @@ class OptunaStrategy(Strategy):
         self._synced = len(history)
 
     # -- ask -------------------------------------------------------------------------------
-    def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
         self._sync(history)
-        first = self.prelude(history)
+        first = self.prelude(history, pending)
         if first is not None:
             return first
         limit = self.opts["max_trials"]
         if limit and self._own >= limit:
             return None
-        seen = self.evaluated(history)
+        seen = self.taken(history, pending)
         known = self.by_key(history)
         if self._fast is not None:
             for route in self._fast:

@@ -28,11 +28,13 @@ class EnumerationStrategy(Strategy):
         super().__init__(space, **kw)
         self._iter = enumerate(space.iter_routes(self.search))
 
-    def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
-        first = self.prelude(history)
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        first = self.prelude(history, pending)
         if first is not None:
             return first
-        seen = self.evaluated(history)
+        seen = self.taken(history, pending)
         for index, route in self._iter:
             if self.key(route) not in seen:
                 return Proposal(route=route, info={"phase": 1, "search": self.search, "index": index})

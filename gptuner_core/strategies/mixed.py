@@ -8,8 +8,8 @@ positive when it did not crash, has a latency and is faster than the baseline (t
 ``count_accuracy_failed`` keeps that quirk by default). Unlike trtexec, phase-2 routes already
 evaluated (in phase 1 or an earlier run) are skipped instead of being built again.
 
-Phase 2 is decided once every phase-1 route has a record in the history (the tuner asks after
-each finished candidate, so that is the case whenever phase 1 is exhausted).
+Phase 2 is decided once every phase-1 route has a record in the history: with phase-1 proposals
+still in flight, ``ask`` answers ``None`` (wait) until they are told.
 """
 
 from __future__ import annotations
@@ -91,11 +91,13 @@ class MixedStrategy(Strategy):
         return tuple(n for n in self.space.names if n in names)
 
     # -- ask -------------------------------------------------------------------------------
-    def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
-        first = self.prelude(history)
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        first = self.prelude(history, pending)
         if first is not None:
             return first
-        seen = self.evaluated(history)
+        seen = self.taken(history, pending)
         total = self.space.count("fast")
         while self._p1_index < total:
             i = self._p1_index
@@ -104,6 +106,8 @@ class MixedStrategy(Strategy):
             if self.key(route) not in seen:
                 return Proposal(route=route, info={"phase": 1, "search": "mixed", "index": i})
         if self._phase2 is None and not self._phase2_done:
+            if pending:  # phase 2 is decided on every phase-1 result: wait for those in flight
+                return None
             self.positive_variants = self.find_positive_variants(history)
             self.positive_knobs = self.find_positive(history)
             if len(self.positive_variants) > 1:

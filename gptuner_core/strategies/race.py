@@ -95,11 +95,13 @@ class RaceStrategy(Strategy):
     def _factor(self) -> float | None:
         return self.opts["build_timeout_factor"] or None
 
-    def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
-        first = self.prelude(history)
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        first = self.prelude(history, pending)
         if first is not None:
             return first
-        seen = self.evaluated(history)
+        seen = self.taken(history, pending)
         while self._next < len(self._pool):
             route = self._pool[self._next]
             self._next += 1
@@ -110,6 +112,8 @@ class RaceStrategy(Strategy):
                     measure_scale=self._scale,
                     build_timeout_factor=self._factor(),
                 )
+        if pending:  # a rung is ranked on all its results: wait for those in flight
+            return None
         if not self._queue:
             self._promote(history)
         if self._queue:

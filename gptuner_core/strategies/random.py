@@ -71,14 +71,16 @@ class RandomStrategy(Strategy):
         self._indices = random_indices(space.count("full"), self.seed)
         self._own = 0
 
-    def ask(self, history: Sequence[CandidateRecord]) -> Proposal | None:
-        first = self.prelude(history)
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        first = self.prelude(history, pending)
         if first is not None:
             return first
         limit = self.opts["max_trials"]
         if limit and self._own >= limit:
             return None
-        seen = self.evaluated(history)
+        seen = self.taken(history, pending)
         for index in self._indices:
             route = self.space.route_at("full", index)
             if self.key(route) not in seen:

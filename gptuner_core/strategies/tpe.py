@@ -32,6 +32,9 @@ class TpeStrategy(OptunaStrategy):
                 seed=self.seed,
                 n_startup_trials=self.opts["n_startup_trials"],
                 multivariate=self.opts["multivariate"],
+                # trials in flight (parallel builds, workers) count as the worst value seen, so
+                # k proposals asked at once spread out; without any in flight: no effect
+                constant_liar=True,
                 **self.constraint_kwargs(),
             )
 

@@ -1,0 +1,85 @@
+"""Build ahead on one device: the next proposals build while one candidate is measured.
+
+Each candidate runs in a daemon thread of the coordinator as two fresh isolated processes
+(``IsolatedEvaluator.evaluate(..., gate=...)``): ``build_only`` under the gate's build side (at
+most ``build_workers`` at once), then the rest of the candidate (outputs, gate, task metric,
+measurement, profile) under its measuring side: one measurement at a time, never overlapped by a
+build that touches the device (``Backend.build_uses_device``; see ``engine.device_gate``). The
+coordinator alone writes the store (``engine.parallel``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gptuner_core.engine.device_gate import DeviceGate
+from gptuner_core.engine.scale_out import run_in_thread
+
+
+if TYPE_CHECKING:
+    import contextlib
+    from collections.abc import Callable
+    from collections.abc import Sequence
+    from concurrent.futures import Future
+
+    from gptuner_core.device_lock import DeviceLock
+    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.strategies import Proposal
+
+
+def build_uses_device(backend: str, options: dict | None = None) -> bool:
+    """Whether ``backend``'s build touches its measuring device (class attribute of the backend;
+    an unknown or unloadable backend counts as touching it)."""
+    from gptuner_core.backends import load_backend
+
+    try:
+        return bool(load_backend(backend, options or {}).build_uses_device)
+    except Exception:  # noqa: BLE001 - the safe answer: never overlap its measurements
+        return True
+
+
+class BuildAheadPool:
+    """``build_workers`` builds beside one measurement, for an evaluator with a build/measure
+    split (``IsolatedEvaluator``); any other evaluator (a recording) has nothing to build and
+    runs its candidates side by side."""
+
+    def __init__(self, evaluator: Evaluator, build_workers: int, *,
+                 lock: DeviceLock | None = None) -> None:
+        ctx = getattr(evaluator, "ctx", None)
+        uses = build_uses_device(ctx.config.backend, dict(ctx.config.backend_options)) if ctx else False
+        self.evaluator = evaluator
+        self.gate = DeviceGate(build_workers=build_workers, build_uses_device=uses, lock=lock)
+        self.split = self.builds = ctx is not None
+        self.width = build_workers + 1
+        self._phases: dict[int, tuple[str, str]] = {}  # number -> (route, latest phase)
+
+    def submit(
+        self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
+        artifacts: dict[str, int], on_phase: Callable[[str], None],
+    ) -> Future[CandidateRecord]:
+        kw = {"gate": self.gate} if self.split else {}
+        route = str(proposal.route)
+        self._phases[number] = (route, "queued")
+
+        def phase(ph: str) -> None:
+            self._phases[number] = (route, ph)
+            on_phase(ph)
+
+        def work() -> CandidateRecord:
+            try:
+                return self.evaluator.evaluate(proposal, number, history, artifacts, phase, **kw)
+            finally:
+                self._phases.pop(number, None)
+
+        return run_in_thread(work, name=f"gptuner-candidate-{number}")
+
+    def workers(self) -> list[dict[str, object]]:
+        """The candidates in flight and their phase (``queued``, ``build``, ``measure``...)."""
+        return [{"number": n, "route": r, "state": ph} for n, (r, ph) in sorted(self._phases.items())]
+
+    def measuring(self) -> contextlib.AbstractContextManager[None]:
+        return self.gate.measuring()
+
+    def close(self) -> None:
+        """Nothing to release: threads end with their candidate."""

@@ -1,0 +1,226 @@
+"""The loop with several candidates in flight: build ahead on one device, or Ray workers.
+
+Same rules as :func:`gptuner_core.engine.loop.run_loop` (it hands over here when a
+:class:`ScaleOut` asks for more than one candidate at a time), plus:
+
+* the strategy is asked with the proposals in flight (``Strategy.ask(history, pending)``), so no
+  route is proposed twice; ``None`` with proposals in flight means "wait for a result";
+* the default route (candidate 0) runs alone first: it defines the golden outputs and 1.0x;
+* candidate numbers are given in proposal order and results are committed to the sink (the
+  store) in that order, whatever order they finish in, so a study continued after a kill is
+  exact: every committed candidate is kept, those in flight (``RUNNING`` in the store) re-run;
+* a build whose artifact equals that of a candidate committed earlier (two equal routes built at
+  once) is recorded as DUPLICATE of it, as the sequential loop's child would have found;
+* a worker lost with a candidate in flight (:class:`WorkerLost`: its process, node or Ray died)
+  re-queues that candidate with the same number; it is never recorded as the candidate's crash.
+  A candidate that crashes its own process is a result (CRASHED), not retried;
+* budgets stop new proposals; candidates in flight are finished and committed;
+* re-measurements (drift sentinel, racing) wait until nothing is in flight, and hold the
+  measuring device (``CandidatePool.measuring``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import time
+from collections import OrderedDict
+from concurrent.futures import FIRST_COMPLETED
+from concurrent.futures import Future
+from concurrent.futures import wait
+from typing import TYPE_CHECKING
+
+from gptuner_core.engine import loop_parts as loop
+from gptuner_core.engine.scale_out import WorkerLost
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import StudyStatus
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.scale_out import CandidatePool
+    from gptuner_core.records import ChildResult
+    from gptuner_core.strategies import Proposal
+    from gptuner_core.strategies import Strategy
+
+
+class _Gated:
+    """The evaluator, whose re-measurements hold the pool's measuring side."""
+
+    def __init__(self, evaluator: Evaluator, pool: CandidatePool) -> None:
+        self.evaluator, self.pool = evaluator, pool
+
+    def evaluate(self, *args, **kw):  # type: ignore[no-untyped-def]
+        return self.evaluator.evaluate(*args, **kw)
+
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        remote = getattr(self.pool, "remeasure", None)  # Ray: on the worker that measured it
+        if remote is not None:
+            return remote(record, purpose, scale)
+        with self.pool.measuring():
+            return self.evaluator.remeasure(record, purpose, scale)
+
+
+def _reason(budget: loop.Budget, history: list[CandidateRecord], in_flight: int, sink: loop.Sink) -> str:
+    if budget.max_candidates is not None and len(history) + in_flight >= budget.max_candidates:
+        return f"candidate budget reached ({budget.max_candidates})"
+    return loop.budget_reason(budget, history, sink)
+
+
+def late_duplicate(rec: CandidateRecord, artifacts: dict[str, int], history: list[CandidateRecord]) -> CandidateRecord:
+    """A candidate built while an equal artifact was in flight: DUPLICATE of the earlier one."""
+    key = rec.extra.get("artifact_key")
+    if rec.state is CandidateState.DUPLICATE or not key or key not in artifacts:
+        return rec
+    original = next(r for r in history if r.number == artifacts[key])
+    return rec.replace(
+        state=CandidateState.DUPLICATE, duplicate_of=original.number, accuracy=original.accuracy,
+        latency=original.latency, speedup=original.speedup, speedup_ci=original.speedup_ci,
+        measure_time_s=0.0, samples_ms=(), error=None,
+    )
+
+
+def _ended(history: list[CandidateRecord], space_size: int, search: str) -> loop.LoopEnd:
+    if not history:
+        return loop.LoopEnd(status=StudyStatus.FINISHED, reason="no route proposed", exhausted=True)
+    if len(history) >= space_size:
+        return loop.LoopEnd(status=StudyStatus.FINISHED, reason="search space exhausted", exhausted=True)
+    return loop.LoopEnd(status=StudyStatus.FINISHED, exhausted=True, reason=(
+        f"strategy '{search}' finished after {len(history)} of {space_size} routes"
+    ))
+
+
+def run_parallel(
+    *,
+    strategy: Strategy,
+    evaluator: Evaluator,
+    pool: CandidatePool,
+    history: list[CandidateRecord],
+    key: Callable[[str], str],
+    budget: loop.Budget,
+    sink: loop.Sink,
+    space_size: int,
+    search: str,
+) -> loop.LoopEnd:
+    """:func:`loop.run_loop` with up to ``pool.width`` candidates in flight (module docstring)."""
+    gated = _Gated(evaluator, pool)
+    seen = {key(r.requested_route) for r in history}
+    artifacts = {
+        r.extra["artifact_key"]: r.number
+        for r in history
+        if r.extra.get("artifact_key") and r.state is CandidateState.COMPLETE
+    }
+    inflight: OrderedDict[int, tuple[Proposal, Future[CandidateRecord]]] = OrderedDict()
+    phases: queue.Queue[tuple[str, str]] = queue.Queue()
+    next_number = (history[-1].number + 1) if history else 0
+    end: loop.LoopEnd | None = None
+    held: Proposal | None = None  # a re-measurement waiting for the candidates in flight
+    skipped = 0
+
+    def submit(number: int, proposal: Proposal) -> Future[CandidateRecord]:
+        route = str(proposal.route)
+        return pool.submit(proposal, number, list(history), dict(artifacts),
+                           lambda ph, route=route: phases.put((route, ph)))
+
+    loop.drift(gated, history, budget, sink)
+    try:
+        while True:
+            for number, (proposal, fut) in list(inflight.items()):  # re-queue lost workers' work
+                if fut.done() and isinstance(fut.exception(), WorkerLost):
+                    inflight[number] = (proposal, submit(number, proposal))
+            while inflight:  # commit in proposal order
+                number, (proposal, fut) = next(iter(inflight.items()))
+                if not fut.done():
+                    break
+                if isinstance(fut.exception(), WorkerLost):  # lost since the check above
+                    inflight[number] = (proposal, submit(number, proposal))
+                    break
+                del inflight[number]
+                rec = fut.result()
+                if getattr(pool, "builds", True):  # a recording's answers stay as recorded
+                    rec = late_duplicate(rec, artifacts, history)
+                hook = getattr(pool, "committed", None)  # e.g. fetch a remote artifact
+                rec = hook(rec, history) if hook is not None else rec
+                history.append(rec if rec.number == 0 else rec.replace(samples_ms=()))
+                sink.finished(rec, history)
+                strategy.tell(rec)
+                if rec.number == 0 and not rec.eligible:
+                    return loop.LoopEnd(status=StudyStatus.FAILED, reason=(
+                        f"the default route failed ({rec.state.value}: {rec.error}); it defines "
+                        "1.0x, so the study cannot rank routes"
+                    ))
+                if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
+                    artifacts.setdefault(rec.extra["artifact_key"], rec.number)
+                loop.drift(gated, history, budget, sink)  # holds the measuring side
+            while end is None and held is None and len(inflight) < pool.width:
+                if not history and inflight:
+                    break  # the default route runs alone: it defines the golden outputs
+                reason = _reason(budget, history, len(inflight), sink)
+                if reason:
+                    status = StudyStatus.STOPPED if "stopped" in reason else StudyStatus.FINISHED
+                    end = loop.LoopEnd(status=status, reason=reason)
+                    break
+                proposal = strategy.ask(history, tuple(p for p, _ in inflight.values()))
+                if proposal is None:
+                    if not inflight:
+                        end = _ended(history, space_size, search)
+                    break
+                if proposal.remeasure_of is not None:
+                    held = proposal
+                    break
+                k = key(str(proposal.route))
+                if k in seen:
+                    skipped += 1
+                    sink.skipped(proposal)
+                    if skipped > loop.MAX_SKIPS:
+                        end = loop.LoopEnd(status=StudyStatus.FINISHED, reason=(
+                            f"strategy '{search}' kept proposing evaluated routes"
+                        ))
+                    continue
+                seen.add(k)
+                number, next_number = next_number, next_number + 1
+                sink.started(CandidateRecord(
+                    number=number, requested_route=str(proposal.route), state=CandidateState.RUNNING,
+                    strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
+                ))
+                inflight[number] = (proposal, submit(number, proposal))
+            _workers(pool, sink)
+            if not inflight:
+                if held is not None:
+                    loop.remeasure(gated, strategy, history, held, sink)
+                    held = None
+                    continue
+                if end is not None:
+                    return end
+                continue
+            wait([f for _, f in inflight.values()], timeout=0.2, return_when=FIRST_COMPLETED)
+            _drain(phases, sink, history)
+    finally:
+        _drain(phases, sink, history)
+        pool.close()
+
+
+def _workers(pool: CandidatePool, sink: loop.Sink) -> None:
+    """Each worker's state to the sink, when both know how (``pool.workers()``,
+    ``sink.workers(states)``: the Live page's worker table)."""
+    states, report = getattr(pool, "workers", None), getattr(sink, "workers", None)
+    if states is not None and report is not None:
+        with contextlib.suppress(Exception):
+            report(states())
+
+
+def _drain(phases: queue.Queue[tuple[str, str]], sink: loop.Sink, history: list[CandidateRecord]) -> None:
+    """Phase changes reported by worker threads, passed to the sink from this thread only (the
+    store belongs to the coordinator's thread)."""
+    while True:
+        try:
+            route, ph = phases.get_nowait()
+        except queue.Empty:
+            return
+        with contextlib.suppress(Exception):
+            sink.phase(route, ph, history)
+
+

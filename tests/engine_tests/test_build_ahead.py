@@ -1,0 +1,93 @@
+"""Build ahead on one device: a real ONNX Runtime study with two builds in flight.
+
+Same candidates (routes, states, gate verdicts) as the sequential study; no measurement ever
+overlaps a build (ONNX Runtime quantizes on the CPU it is measured on: ``build_uses_device``);
+results are committed in proposal order.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from gptuner_core.cli import main
+from gptuner_core.device_lock import DeviceLock
+from gptuner_core.device_lock import measuring_devices
+from gptuner_core.engine import tuner as tuner_module
+from gptuner_core.engine.build_ahead import BuildAheadPool
+from gptuner_core.engine.loop import run_loop
+from gptuner_core.engine.scale_out import ScaleOut
+from gptuner_core.engine.scale_out import default_build_workers
+from gptuner_core.errors import ConfigError
+from gptuner_core.storage import open_store
+
+from .conftest import QUICK
+from .conftest import REPO
+
+
+EXPR = "-quant:mode=[off|qdq] -quant:reduce_range=on -ort:enable_mem_pattern=[on|off]"
+
+
+def _tune(study, monkeypatch, scale_out, lock=False):
+    if scale_out is not None:
+        extra = {}
+        if lock:  # each measurement holds the device lock of the CPU cores it measures on
+            (study.parent / "locks").mkdir(exist_ok=True)
+            extra["device_lock"] = DeviceLock(measuring_devices("cpu"), study=str(study),
+                                              directory=study.parent / "locks")
+        monkeypatch.setattr(tuner_module, "run_loop",
+                            functools.partial(run_loop, scale_out=scale_out, **extra))
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"), "--expr", EXPR, "--search", "full",
+        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "0",
+        "--drift-every", "3", "--study", str(study), "--quiet",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) == 0
+    with open_store(study, readonly=True) as store:
+        return store.candidates(), store.events("baseline")
+
+
+@pytest.mark.slow
+def test_build_ahead_same_candidates_no_overlap(tmp_path, monkeypatch):
+    seq, _ = _tune(tmp_path / "seq", monkeypatch, None)
+    par, baselines = _tune(tmp_path / "par", monkeypatch, ScaleOut(build_workers=2), lock=True)
+    assert [r.number for r in par] == list(range(len(par)))
+    assert {(r.requested_route, r.state) for r in par} == {(r.requested_route, r.state) for r in seq}
+    assert [r.requested_route for r in par] == [r.requested_route for r in seq]  # enumeration order
+    assert baselines, "the drift sentinel ran between build-ahead candidates"
+    spans = {r.number: r.extra["timeline"] for r in par if "timeline" in r.extra}
+    assert len(spans) == len(par)  # every candidate was built and measured in two processes
+    for a, ta in spans.items():
+        if "measure_start" not in ta:
+            continue
+        for b, tb in spans.items():
+            if a != b:  # a device-using build never runs during a measurement
+                assert tb["build_end"] <= ta["measure_start"] or tb["build_start"] >= ta["measure_end"]
+    overlapping = [
+        (a, b) for a, ta in spans.items() for b, tb in spans.items()
+        if a < b and ta["build_start"] < tb["build_end"] and tb["build_start"] < ta["build_end"]
+    ]
+    assert overlapping, f"no two builds ran at once: {spans}"
+
+
+def test_scale_out_validation_and_defaults():
+    assert default_build_workers(cores=2, memory_gib=8) == 1
+    assert default_build_workers(cores=16, memory_gib=128) == 5
+    assert default_build_workers(cores=128, memory_gib=2000) == 8
+    with pytest.raises(ConfigError, match="need Ray"):
+        ScaleOut(workers=2).validated()
+    with pytest.raises(ConfigError, match=">= 0"):
+        ScaleOut(build_workers=-1).validated()
+    assert BuildAheadPool.__name__  # importable without Ray
+
+
+def test_ray_without_ray_is_one_clear_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ConfigError, match=r"--ray auto needs Ray, which is not installed: pip install 'gptuner\[ray\]'"):
+        ScaleOut(ray="auto", workers=2).validated()
+
