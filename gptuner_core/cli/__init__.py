@@ -43,6 +43,8 @@ _COMMANDS: dict[str, str] = {
     "doctor": "gptuner_core.cli.doctor:DoctorCommand",
     "explain": "gptuner_core.cli.explain:ExplainCommand",
     "diff": "gptuner_core.cli.diff:DiffCommand",
+    "bundle": "gptuner_core.cli.bundle:BundleCommand",
+    "gate": "gptuner_core.cli.bundle:GateCommand",
 }
 
 

@@ -1,0 +1,108 @@
+"""Measuring a candidate against a bundle's artifact with the study's own machinery.
+
+Two :class:`~gptuner_core.engine.evaluator.IsolatedEvaluator` views over one gate work folder:
+the candidate's (its model, the bundle's inputs and golden outputs: ``evaluate`` builds it in a
+fresh process and applies the study's accuracy gate) and the baseline's (the bundled artifact,
+re-measured in fresh processes like any re-validation).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gptuner_core.errors import BackendError
+
+
+if TYPE_CHECKING:
+    from gptuner_core.bundle.manifest import Bundle
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.evaluator import IsolatedEvaluator
+    from gptuner_core.records import CandidateRecord
+
+BASELINE = 1  # the bundle's artifact (the sequential re-validation's "contender")
+CANDIDATE = 0  # the change under test (its "default": ratios are candidate / baseline)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatePair:
+    """The candidate's and the baseline's evaluators and records, ready to re-measure."""
+
+    candidate: CandidateRecord
+    baseline: CandidateRecord
+    candidate_eval: IsolatedEvaluator
+    baseline_eval: IsolatedEvaluator
+
+
+def _evaluator(config: StudyConfig, bundle: Bundle, workdir: Path) -> IsolatedEvaluator:
+    from gptuner_core.engine.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluator import StudyContext
+    from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name in ("golden.npz", "reference.json"):
+        if bundle.has(name) and not (workdir / name).exists():
+            shutil.copy2(bundle.path(name), workdir / name)
+    inputs = StudyInputs(
+        inputs_path=bundle.path("inputs.npz"),
+        calibration_path=bundle.path("calibration.npz") if bundle.has("calibration.npz") else None,
+        labels_path=bundle.path("labels.npy") if bundle.has("labels.npy") else None,
+        labels=None, sha256="", batch_axes=dict(bundle.batch_axes),
+    )
+    return IsolatedEvaluator(StudyContext(config=config, workspace=ws, inputs=inputs))
+
+
+def baseline_record(bundle: Bundle) -> CandidateRecord:
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+
+    return CandidateRecord(
+        number=BASELINE, requested_route=bundle.route, state=CandidateState.COMPLETE,
+        effective_route=bundle.effective_route, artifact_path=str(bundle.artifact),
+        extra={"info": dict(bundle.info)},
+    )
+
+
+def prepare(
+    bundle: Bundle, config: StudyConfig, workdir: Path, *, route: str | None, artifact: str | None,
+) -> GatePair:
+    """Build the candidate (route, on ``config.model``) in a fresh process and gate its
+    accuracy against the bundle's golden outputs; or take a given ``artifact`` as it is."""
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+    from gptuner_core.routes import Route
+    from gptuner_core.strategies import Proposal
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    cand_eval = _evaluator(config, bundle, workdir / "candidate")
+    base_cfg = config.replace(model=str(bundle.config.get("model") or config.model))
+    base_eval = _evaluator(base_cfg, bundle, workdir / "baseline")
+    if artifact is not None:
+        rec = CandidateRecord(
+            number=CANDIDATE, requested_route=route or bundle.route, state=CandidateState.COMPLETE,
+            effective_route=route or bundle.effective_route, artifact_path=str(Path(artifact).absolute()),
+            extra={"info": dict(bundle.info)},
+        )
+    else:
+        proposal = Proposal(route=Route.parse(route if route is not None else bundle.route))
+        rec = cand_eval.evaluate(proposal, CANDIDATE + 1, [], {}, lambda _phase: None)
+        rec = rec.replace(number=CANDIDATE)
+    return GatePair(candidate=rec, baseline=baseline_record(bundle),
+                    candidate_eval=cand_eval, baseline_eval=base_eval)
+
+
+def measure_fresh(pair: GatePair, number: int, round_index: int) -> list[float]:
+    """One measurement of the candidate or the baseline in a fresh process (``run_isolated``
+    with the ``remeasure`` child target, through the evaluator)."""
+    rec, ev = (pair.candidate, pair.candidate_eval) if number == CANDIDATE else (pair.baseline, pair.baseline_eval)
+    who = "candidate" if number == CANDIDATE else "baseline"
+    purpose = f"rounds/r{round_index}_{who}"
+    res = ev.remeasure(rec, purpose)
+    if not res.ok or not res.samples_ms:
+        msg = f"re-measurement of the {who} failed ({res.error or 'no samples'}; see {ev.ctx.workspace.root / purpose}/log.txt)"
+        raise BackendError(msg)
+    return list(res.samples_ms)
