@@ -62,6 +62,7 @@ class GateCommand(Command):
         "that cannot run; 2 usage error (incl. incomparable fingerprints); 3 inconclusive.\n\n"
         "example:\n  gptuner gate baseline/ --model model.onnx --junit gate.xml --markdown gate.md"
     )
+    value_options = ("--route",)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("baseline", metavar="BASELINE", help="bundle folder ('gptuner bundle')")
