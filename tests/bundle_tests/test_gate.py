@@ -1,0 +1,75 @@
+"""``gptuner gate`` end to end on the bundled sample: real builds and measurements in fresh
+processes against the bundle's artifact; exit codes 0 / 1 / 2 and the three report formats."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import ROUTE
+from conftest import measure_args
+from models import SAMPLE
+from models import fixed_batch
+from models import slowed
+
+from gptuner_core.cli import main
+
+
+pytestmark = pytest.mark.slow
+
+
+def _gate(bundle: Path, model: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
+    out = tmp_path / "gate.json"
+    rc = main(["gate", str(bundle), "--model", str(model), *measure_args(), "--threshold", "0.25",
+               "--max-rounds", "12", "--json", str(out), "--junit", str(tmp_path / "gate.xml"),
+               "--markdown", str(tmp_path / "gate.md"), *extra])
+    return rc, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
+    rc, res = _gate(bundle, SAMPLE, tmp_path)
+    assert rc == 0, res
+    assert res["decision"] in ("no_change", "improvement")
+    assert res["ci"][1] < 1.25 and res["accuracy"]["losses"]["logits"] == 0
+    suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and suite.get("tests") == "1"
+    md = (tmp_path / "gate.md").read_text()
+    assert "no change" in md or "improvement" in md
+
+
+def test_slower_model_is_a_regression(bundle: Path, tmp_path: Path) -> None:
+    rc, res = _gate(bundle, slowed(tmp_path / "slow.onnx"), tmp_path)
+    assert rc == 1, res
+    assert res["decision"] == "regression" and res["ci"][0] > 1.25
+    assert res["accuracy"]["losses"]["logits"] < 1e-9  # the no-op branch keeps the outputs
+    case = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase")
+    assert case.find("failure").get("type") == "regression"
+    assert "**regression**" in (tmp_path / "gate.md").read_text()
+
+
+def test_accuracy_breaking_route_fails_with_the_reason(bundle: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    rc, res = _gate(bundle, SAMPLE, tmp_path, "--route", f"{ROUTE} -quant:mode=dynamic")
+    assert rc == 1
+    assert res["decision"] == "accuracy_failed" and res["rounds"] == 0
+    assert "l2 loss" in res["message"] and "epsilon 0.0001" in res["message"]
+    assert "accuracy gate failed" in capsys.readouterr().out
+
+
+def test_mismatched_fingerprint_is_refused_naming_the_fields(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    rc, res = _gate(bundle, fixed_batch(tmp_path / "b16.onnx", 16), tmp_path)
+    assert rc == 2 and res == {}
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fingerprints differ in inputs" in err
+    assert "['batch', 64]" in err and "[16, 64]" in err and "--allow-mismatch" in err
+
+
+def test_usage_errors_exit_2(bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gate", str(bundle), "--model", str(SAMPLE), "--threshold", "5"]) == 2
+    assert "--threshold must be a number in (0, 1)" in capsys.readouterr().err
+    assert main(["gate", str(bundle), "--model", str(tmp_path / "none.onnx")]) == 2
+    assert "does not exist" in capsys.readouterr().err
