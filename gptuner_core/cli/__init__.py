@@ -45,6 +45,7 @@ _COMMANDS: dict[str, str] = {
     "diff": "gptuner_core.cli.diff:DiffCommand",
     "bundle": "gptuner_core.cli.bundle:BundleCommand",
     "gate": "gptuner_core.cli.bundle:GateCommand",
+    "report": "gptuner_core.cli.report:ReportCommand",
 }
 
 
