@@ -46,6 +46,7 @@ _COMMANDS: dict[str, str] = {
     "bundle": "gptuner_core.cli.bundle:BundleCommand",
     "gate": "gptuner_core.cli.bundle:GateCommand",
     "report": "gptuner_core.cli.report:ReportCommand",
+    "retune": "gptuner_core.cli.retune:RetuneCommand",
 }
 
 
