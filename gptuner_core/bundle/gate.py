@@ -79,6 +79,7 @@ class GateResult:
     accuracy: dict[str, Any] | None = None
     mismatches: tuple[tuple[str, str, str], ...] = ()
     method: str = ""
+    notes: tuple[str, ...] = ()
     round_medians: dict[str, list[float | None]] = field(default_factory=dict)
 
     @property
@@ -93,7 +94,7 @@ class GateResult:
             "ci": list(self.ci) if self.ci else None, "confidence": self.confidence,
             "rounds": self.rounds, "baseline_ms": self.baseline_ms, "candidate_ms": self.candidate_ms,
             "accuracy": self.accuracy, "mismatches": [list(m) for m in self.mismatches],
-            "method": self.method, "round_medians": self.round_medians,
+            "method": self.method, "notes": list(self.notes), "round_medians": self.round_medians,
         }
 
 
@@ -194,6 +195,7 @@ def run_gate(
         rounds=res.rounds, accuracy=accuracy, mismatches=tuple(mismatches), method=res.message,
         baseline_ms=_median([m for m in medians.get("baseline", []) if m is not None]),
         candidate_ms=_median([m for m in medians.get("candidate", []) if m is not None]),
+        notes=("accuracy not checked: --artifact gives an artifact, not outputs",) if artifact else (),
         round_medians=medians, **{**base, "confidence": est.confidence if est else settings.confidence},
     )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.errors import BackendError
+from gptuner_core.errors import BundleError
 
 
 if TYPE_CHECKING:
@@ -67,6 +68,35 @@ def baseline_record(bundle: Bundle) -> CandidateRecord:
     )
 
 
+def artifact_info(backend: str, artifact: Path) -> dict:
+    """The build info a backend needs to load a given artifact (``--artifact``).
+
+    TensorRT loads the engine file itself (no info); ONNX Runtime loads the model and session
+    options recorded with the artifact (``model.optimized.onnx`` + ``session.json``, as its
+    build writes them), so those are read back here.
+    """
+    import json
+
+    if backend != "onnxruntime":
+        return {}
+    root = artifact if artifact.is_dir() else artifact.parent
+    if (root / "ort").is_dir():
+        root = root / "ort"
+    session, model = root / "session.json", root / "model.optimized.onnx"
+    if not (session.is_file() and model.is_file()):
+        msg = (
+            f"--artifact '{artifact}' is not an ONNX Runtime artifact (expected a folder holding "
+            "session.json and model.optimized.onnx, as a study's candidates/N/artifact/ does)"
+        )
+        raise BundleError(msg)
+    try:
+        values = json.loads(session.read_text(encoding="utf-8"))["session"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        msg = f"--artifact '{artifact}': '{session}' is unreadable ({exc}); expected the session.json a build writes"
+        raise BundleError(msg) from None
+    return {"transformed_model": str(model), "session_values": dict(values)}
+
+
 def prepare(
     bundle: Bundle, config: StudyConfig, workdir: Path, *, route: str | None, artifact: str | None,
 ) -> GatePair:
@@ -85,7 +115,7 @@ def prepare(
         rec = CandidateRecord(
             number=CANDIDATE, requested_route=route or bundle.route, state=CandidateState.COMPLETE,
             effective_route=route or bundle.effective_route, artifact_path=str(Path(artifact).absolute()),
-            extra={"info": dict(bundle.info)},
+            extra={"info": artifact_info(bundle.backend, Path(artifact).absolute())},
         )
     else:
         proposal = Proposal(route=Route.parse(route if route is not None else bundle.route))

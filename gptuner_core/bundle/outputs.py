@@ -58,6 +58,7 @@ def to_markdown(res: GateResult) -> str:
     if res.accuracy:
         losses = ", ".join(f"{k}={v:.3g}" for k, v in (res.accuracy.get("losses") or {}).items())
         lines.append(f"- accuracy ({res.accuracy.get('metric')}): {losses or 'n/a'}")
+    lines += [f"- note: {n}" for n in res.notes]
     if res.mismatches:
         lines.append("- fingerprint differences (compared anyway, --allow-mismatch): "
                      + "; ".join(f"`{k}`: {a} → {b}" for k, a, b in res.mismatches))

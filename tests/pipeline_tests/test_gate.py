@@ -73,3 +73,23 @@ def test_usage_errors_exit_2(bundle: Path, tmp_path: Path, capsys: pytest.Captur
     assert "--threshold must be a number in (0, 1)" in capsys.readouterr().err
     assert main(["gate", str(bundle), "--model", str(tmp_path / "none.onnx")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_given_artifact_is_measured_itself(bundle: Path, dataset: Path, tmp_path: Path) -> None:
+    """--artifact: the given engine is what is timed (not the bundle's, whose build info the
+    ONNX Runtime loader would otherwise follow): a slower model's artifact is a regression."""
+    slow = slowed(tmp_path / "slow.onnx")
+    study = tmp_path / "slow-study"
+    assert main(["tune", str(slow), "--dataset", str(dataset), "--batch-size", "16", "--backend",
+                 "onnxruntime", "--expr", ROUTE, "--study", str(study), *measure_args(),
+                 "--profile-runs", "0", "--quiet"]) == 0
+    rc, res = _gate(bundle, slow, tmp_path, "--artifact", str(study / "candidates" / "00000" / "artifact"))
+    assert rc == 1 and res["decision"] == "regression", res
+    assert res["accuracy"] is None and res["notes"] == ["accuracy not checked: --artifact gives an artifact, not outputs"]
+
+
+def test_a_foreign_artifact_is_one_line(bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "junk").mkdir()
+    assert main(["gate", str(bundle), "--model", str(SAMPLE), "--artifact", str(tmp_path / "junk")]) == 2
+    err = capsys.readouterr().err
+    assert "is not an ONNX Runtime artifact" in err and "Traceback" not in err
