@@ -73,6 +73,21 @@ def _revalidation(store: StudyStore, numbers: set[int]) -> list[dict[str, Any]]:
     return rounds
 
 
+def _round_samples(study: Path, numbers: set[int]) -> dict[str, dict[str, list[float]]]:
+    """Raw samples of every re-validation process of ``numbers`` (``revalidation/rR_NNNNN``)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for folder in sorted((study / "revalidation").glob("r*_*")):
+        rnd, _, num = folder.name.partition("_")
+        if not num.isdigit() or int(num) not in numbers or not (folder / "result.json").is_file():
+            continue
+        try:
+            samples = json.loads((folder / "result.json").read_text(encoding="utf-8")).get("samples_ms") or []
+        except (OSError, ValueError):
+            continue
+        out.setdefault(str(int(num)), {})[rnd] = [float(x) for x in samples]
+    return out
+
+
 def _commands(study: Path, out: Path) -> list[str]:
     q = shlex.quote
     return [
@@ -108,6 +123,7 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
             "winner": {"number": rec.number, "screening_ms": list(rec.samples_ms)},
             "default": {"number": 0, "screening_ms": list(default.samples_ms) if default else []},
             "revalidation": _revalidation(store, {0, rec.number}),
+            "revalidation_samples_ms": _round_samples(ws.root, {0, rec.number}),
         }
     out.mkdir(parents=True, exist_ok=True)
     src = Path(rec.artifact_path or "")

@@ -7,9 +7,16 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import UsageError
+
+
+if TYPE_CHECKING:
+    from gptuner_core.bundle import Bundle
+    from gptuner_core.config import StudyConfig
 
 
 class BundleCommand(Command):
@@ -127,7 +134,7 @@ class GateCommand(Command):
         return res.exit_code
 
 
-def _candidate(bundle, model: Path, measurement: dict):  # noqa: ANN001, ANN202
+def _candidate(bundle: Bundle, model: Path, measurement: dict[str, Any]) -> tuple[StudyConfig, dict[str, Any]]:
     """The candidate's study configuration (the bundle's, on ``model``) and its fingerprint."""
     from gptuner_core import fingerprint as fp
     from gptuner_core.backends import load_backend

@@ -41,6 +41,10 @@ def test_retune_after_an_input_shape_change(study: Path, tmp_path: Path,
     assert config["warm_start"] == [str(study)] and config["model"] == str(model)
     assert warm and warm[0].payload["studies"] == [str(study)]
     assert f"old winner holds: {lineage['old_winner_holds']}" in out
+    from gptuner_core.report import write_report
+
+    html = write_report(new, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert f"re-tuned from <code>{study}</code>" in html
 
 
 def test_retune_refuses_an_existing_study(study: Path, capsys: pytest.CaptureFixture[str]) -> None:
