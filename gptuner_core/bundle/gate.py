@@ -58,6 +58,7 @@ class GateSettings:
     max_time_s: float | None = None
     seed: int = 0
     allow_mismatch: bool = False
+    lock_timeout_s: float | None = None  # wait for the measuring device (None: for ever)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,7 +138,7 @@ def _median(samples: list[float]) -> float:
 def run_gate(
     bundle: Bundle, config: Any, workdir: Path, settings: GateSettings, *,
     route: str | None = None, artifact: str | None = None, current_fingerprint: dict[str, Any],
-    on_round: Any = None,
+    on_round: Any = None, on_wait: Any = None,
 ) -> GateResult:
     """Gate ``config.model`` (built with ``route``, default the bundle's) or ``artifact``."""
     from gptuner_core.bundle import measure as M
@@ -159,7 +160,9 @@ def run_gate(
         )
         raise BundleError(msg)
     device = "cpu" if bundle.backend == "onnxruntime" else "cuda"
-    with DeviceLock(measuring_devices(device), study=str(workdir)).held(timeout=600):
+    with DeviceLock(measuring_devices(device), study=str(workdir)).held(
+        timeout=settings.lock_timeout_s, on_wait=on_wait,
+    ):
         pair = M.prepare(bundle, config, workdir, route=route, artifact=artifact)
         rec = pair.candidate
         accuracy = rec.accuracy.to_json() if rec.accuracy else None

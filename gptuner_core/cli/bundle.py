@@ -86,6 +86,9 @@ class GateCommand(Command):
                             help="measurement setting for every process, e.g. max_time_s=0.5")
         parser.add_argument("--allow-mismatch", action="store_true",
                             help="compare even if device/software/input fingerprints differ")
+        parser.add_argument("--lock-timeout", metavar="DURATION",
+                            help="give up (exit 2) when the measuring device stays busy this long "
+                            "(default: wait, printing who holds it)")
         parser.add_argument("--workdir", metavar="DIR", help="keep the gate's processes' folders here")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", metavar="FILE")
@@ -106,6 +109,7 @@ class GateCommand(Command):
             min_rounds=args.min_rounds, max_rounds=args.max_rounds, seed=args.seed,
             max_time_s=parse_duration(args.time_budget) if args.time_budget else None,
             allow_mismatch=args.allow_mismatch,
+            lock_timeout_s=parse_duration(args.lock_timeout) if args.lock_timeout else None,
         )
         if not 2 <= settings.min_rounds <= settings.max_rounds:
             msg = f"--min-rounds must be >= 2 and <= --max-rounds (got {settings.min_rounds} and {settings.max_rounds})"
@@ -117,14 +121,21 @@ class GateCommand(Command):
         if args.artifact and not Path(args.artifact).exists():
             msg = f"--artifact '{args.artifact}' does not exist (expected a built artifact)"
             raise UsageError(msg)
+        for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
+            _check_writable(flag, path)
         bundle = load_bundle(args.baseline)
         config, current = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"))
-        workdir = Path(args.workdir).absolute() if args.workdir else Path(tempfile.mkdtemp(prefix="gptuner-gate-"))
+        if args.workdir:  # a fresh folder per run inside it: runs never share process folders
+            Path(args.workdir).mkdir(parents=True, exist_ok=True)
+            workdir = Path(tempfile.mkdtemp(prefix="gate-", dir=Path(args.workdir).absolute()))
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix="gptuner-gate-"))
         try:
             res = run_gate(
                 bundle, config, workdir, settings, route=args.route, artifact=args.artifact,
                 current_fingerprint=current,
                 on_round=lambda done, total, _u: print(f"round {done}/{total}", file=sys.stderr),
+                on_wait=lambda w: print(f"gate: {w.message}", file=sys.stderr),
             )
         finally:
             if not args.workdir:
@@ -132,6 +143,18 @@ class GateCommand(Command):
         write_outputs(res, json_path=args.json, junit=args.junit, markdown=args.markdown)
         print(f"gate: {res.decision.value} (exit {res.exit_code}): {res.message}")
         return res.exit_code
+
+
+def _check_writable(flag: str, path: str | None) -> None:
+    import os
+
+    if not path:
+        return
+    target = Path(path).absolute()
+    parent = next((p for p in [target.parent, *target.parents] if p.exists()), None)
+    if target.is_dir() or parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        msg = f"{flag} '{path}' cannot be written (expected a file path in a writable folder)"
+        raise UsageError(msg)
 
 
 def _candidate(bundle: Bundle, model: Path, measurement: dict[str, Any]) -> tuple[StudyConfig, dict[str, Any]]:

@@ -73,6 +73,9 @@ def test_usage_errors_exit_2(bundle: Path, tmp_path: Path, capsys: pytest.Captur
     assert "--threshold must be a number in (0, 1)" in capsys.readouterr().err
     assert main(["gate", str(bundle), "--model", str(tmp_path / "none.onnx")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["gate", str(bundle), "--model", str(SAMPLE), "--junit", str(tmp_path / "file" / "g.xml")]) == 2
+    assert "--junit" in capsys.readouterr().err and not list(tmp_path.glob("**/g.xml"))
 
 
 def test_a_given_artifact_is_measured_itself(bundle: Path, dataset: Path, tmp_path: Path) -> None:
@@ -93,3 +96,15 @@ def test_a_foreign_artifact_is_one_line(bundle: Path, tmp_path: Path, capsys: py
     assert main(["gate", str(bundle), "--model", str(SAMPLE), "--artifact", str(tmp_path / "junk")]) == 2
     err = capsys.readouterr().err
     assert "is not an ONNX Runtime artifact" in err and "Traceback" not in err
+
+
+def test_the_gate_measures_under_the_device_lock(bundle: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from gptuner_core.device_lock import DeviceLock
+    from gptuner_core.device_lock import measuring_devices
+
+    with DeviceLock(measuring_devices("cpu"), study="another study"):
+        rc, res = _gate(bundle, SAMPLE, tmp_path, "--lock-timeout", "1")
+    assert rc == 2 and res == {}
+    err = capsys.readouterr().err
+    assert "waiting for device" in err and "held by study another study" in err and "still busy after 1 s" in err
