@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def _gate(bundle: Path, model: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
     out = tmp_path / "gate.json"
     rc = main(["gate", str(bundle), "--model", str(model), *measure_args(), "--threshold", "0.25",
-               "--max-rounds", "12", "--json", str(out), "--junit", str(tmp_path / "gate.xml"),
+               "--max-rounds", "20", "--json", str(out), "--junit", str(tmp_path / "gate.xml"),
                "--markdown", str(tmp_path / "gate.md"), *extra])
     return rc, json.loads(out.read_text()) if out.exists() else {}
 
