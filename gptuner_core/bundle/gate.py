@@ -138,7 +138,7 @@ def _median(samples: list[float]) -> float:
 def run_gate(
     bundle: Bundle, config: Any, workdir: Path, settings: GateSettings, *,
     route: str | None = None, artifact: str | None = None, current_fingerprint: dict[str, Any],
-    on_round: Any = None, on_wait: Any = None,
+    on_round: Any = None, on_wait: Any = None, dataset: Path | None = None, specs: list | None = None,
 ) -> GateResult:
     """Gate ``config.model`` (built with ``route``, default the bundle's) or ``artifact``."""
     from gptuner_core.bundle import measure as M
@@ -163,7 +163,7 @@ def run_gate(
     with DeviceLock(measuring_devices(device), study=str(workdir)).held(
         timeout=settings.lock_timeout_s, on_wait=on_wait,
     ):
-        pair = M.prepare(bundle, config, workdir, route=route, artifact=artifact)
+        pair = M.prepare(bundle, config, workdir, route=route, artifact=artifact, dataset=dataset, specs=specs)
         rec = pair.candidate
         accuracy = rec.accuracy.to_json() if rec.accuracy else None
         if rec.state is CandidateState.ACCURACY_FAILED:

@@ -39,6 +39,7 @@ class Bundle:
     timing_cache: dict[str, Any]
     commands: tuple[str, ...]
     batch_axes: dict[str, int | None] = field(default_factory=dict)
+    model: Path | None = None  # the study's model, copied (None when it was gone)
     files: dict[str, str] = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
@@ -105,4 +106,5 @@ def load_bundle(root: str | Path) -> Bundle:
         accuracy=data.get("accuracy"), timing_cache=dict(data.get("timing_cache") or {}),
         commands=tuple(data.get("commands") or ()), files=files,
         batch_axes=dict(data.get("batch_axes") or {}),
+        model=root / data["model"] if data.get("model") else None,
     )

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from gptuner_core.bundle.manifest import Bundle
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.inputs import StudyInputs
     from gptuner_core.records import CandidateRecord
 
 BASELINE = 1  # the bundle's artifact (the sequential re-validation's "contender")
@@ -37,24 +38,69 @@ class GatePair:
     baseline_eval: IsolatedEvaluator
 
 
-def _evaluator(config: StudyConfig, bundle: Bundle, workdir: Path) -> IsolatedEvaluator:
+def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_from: Path) -> IsolatedEvaluator:
+    """An evaluator over ``workdir`` whose golden outputs (and reference metric) are those in ``golden_from``."""
     from gptuner_core.engine.evaluator import IsolatedEvaluator
     from gptuner_core.engine.evaluator import StudyContext
-    from gptuner_core.engine.inputs import StudyInputs
     from gptuner_core.engine.workspace import StudyWorkspace
 
     ws = StudyWorkspace(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     for name in ("golden.npz", "reference.json"):
-        if bundle.has(name) and not (workdir / name).exists():
-            shutil.copy2(bundle.path(name), workdir / name)
-    inputs = StudyInputs(
+        if (golden_from / name).is_file() and not (workdir / name).exists():
+            shutil.copy2(golden_from / name, workdir / name)
+    return IsolatedEvaluator(StudyContext(config=config, workspace=ws, inputs=inputs))
+
+
+def bundle_inputs(bundle: Bundle) -> StudyInputs:
+    from gptuner_core.engine.inputs import StudyInputs
+
+    return StudyInputs(
         inputs_path=bundle.path("inputs.npz"),
         calibration_path=bundle.path("calibration.npz") if bundle.has("calibration.npz") else None,
         labels_path=bundle.path("labels.npy") if bundle.has("labels.npy") else None,
         labels=None, sha256="", batch_axes=dict(bundle.batch_axes),
     )
-    return IsolatedEvaluator(StudyContext(config=config, workspace=ws, inputs=inputs))
+
+
+def dataset_inputs(bundle: Bundle, config: StudyConfig, dataset: Path, workdir: Path, specs: list) -> StudyInputs:
+    """``--dataset``: its inputs (validated like a study's), stored in ``workdir``; builds keep
+    the bundle's calibration rows so the baseline rebuilds as it was built."""
+    from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.inputs import load_inputs
+    from gptuner_core.engine.inputs import store_inputs
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ds = load_inputs(config.replace(dataset=str(dataset)), specs)
+    sha = store_inputs(ws, ds)
+    return StudyInputs(
+        inputs_path=ws.inputs,
+        calibration_path=bundle.path("calibration.npz") if bundle.has("calibration.npz") else ws.calibration,
+        labels_path=ws.labels if ws.labels.exists() else None, labels=None, sha256=sha,
+        batch_axes=dict(getattr(ds, "batch_axes", {}) or {}),
+    )
+
+
+def _golden_on(bundle: Bundle, config: StudyConfig, inputs: StudyInputs, workdir: Path) -> Path:
+    """Golden outputs on other inputs: the bundle's route rebuilt on the bundled model in a
+    fresh process (candidate 0 of a scratch workspace defines them, as in a study)."""
+    from gptuner_core.routes import Route
+    from gptuner_core.strategies import Proposal
+
+    if bundle.model is None:
+        msg = (
+            f"--dataset needs the baseline's model to produce golden outputs on the new inputs, "
+            f"but bundle '{bundle.root}' holds none (the study's model was gone when it was made)"
+        )
+        raise BundleError(msg)
+    ev = _evaluator(config.replace(model=str(bundle.model)), inputs, workdir, workdir)
+    rec = ev.evaluate(Proposal(route=Route.parse(bundle.route)), 0, [], {}, lambda _phase: None)
+    if not rec.eligible:
+        msg = f"the baseline route could not be rebuilt for golden outputs on --dataset ({rec.state.value}: {rec.error})"
+        raise BundleError(msg)
+    return workdir
 
 
 def baseline_record(bundle: Bundle) -> CandidateRecord:
@@ -99,6 +145,7 @@ def artifact_info(backend: str, artifact: Path) -> dict:
 
 def prepare(
     bundle: Bundle, config: StudyConfig, workdir: Path, *, route: str | None, artifact: str | None,
+    dataset: Path | None = None, specs: list | None = None,
 ) -> GatePair:
     """Build the candidate (route, on ``config.model``) in a fresh process and gate its
     accuracy against the bundle's golden outputs; or take a given ``artifact`` as it is."""
@@ -108,9 +155,14 @@ def prepare(
     from gptuner_core.strategies import Proposal
 
     workdir.mkdir(parents=True, exist_ok=True)
-    cand_eval = _evaluator(config, bundle, workdir / "candidate")
-    base_cfg = config.replace(model=str(bundle.config.get("model") or config.model))
-    base_eval = _evaluator(base_cfg, bundle, workdir / "baseline")
+    if dataset is not None:
+        inputs = dataset_inputs(bundle, config, dataset, workdir / "inputs", list(specs or []))
+        golden = _golden_on(bundle, config, inputs, workdir / "reference")
+    else:
+        inputs, golden = bundle_inputs(bundle), bundle.root
+    cand_eval = _evaluator(config, inputs, workdir / "candidate", golden)
+    base_cfg = config.replace(model=str(bundle.model or bundle.config.get("model") or config.model))
+    base_eval = _evaluator(base_cfg, inputs, workdir / "baseline", golden)
     if artifact is not None:
         rec = CandidateRecord(
             number=CANDIDATE, requested_route=route or bundle.route, state=CandidateState.COMPLETE,

@@ -88,6 +88,19 @@ def _round_samples(study: Path, numbers: set[int]) -> dict[str, dict[str, list[f
     return out
 
 
+def _model(config: dict[str, Any], out: Path) -> str | None:
+    """Copy the study's model (and its data files) into ``out/model/``; its relative path."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.fingerprint import copy_model
+    from gptuner_core.fingerprint import model_files
+
+    model = Path(str(config.get("model") or ""))
+    if not model.is_file():
+        return None
+    backend = load_backend(str(config.get("backend")), dict(config.get("backend_options") or {}))
+    return copy_model(model_files(backend, model), out / "model").relative_to(out).as_posix()
+
+
 def _commands(study: Path, out: Path) -> list[str]:
     q = shlex.quote
     return [
@@ -142,6 +155,7 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
             _copy(p, out / rel)
         info_files[key] = rel
         info[key] = rel
+    model_rel = _model(config, out)
     for name in STUDY_FILES:
         if (ws.root / name).is_file():
             _copy(ws.root / name, out / name)
@@ -158,7 +172,7 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
         "format": FORMAT, "created_at": time.time(), "study": str(ws.root),
         "backend": config.get("backend"), "candidate": rec.number, "route": rec.requested_route,
         "effective_route": rec.effective_route or rec.requested_route,
-        "default_route": default.requested_route if default else "", "artifact": artifact_rel,
+        "default_route": default.requested_route if default else "", "artifact": artifact_rel, "model": model_rel,
         "info": info, "info_files": info_files, "config": config, "fingerprint": fingerprint,
         "winner": winner.to_json() if winner else None, "note": note,
         "latency_ms": rec.latency.median_ms if rec.latency else None,

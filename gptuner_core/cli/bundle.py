@@ -77,6 +77,9 @@ class GateCommand(Command):
         which = parser.add_mutually_exclusive_group()
         which.add_argument("--route", help="build route of the candidate (default: the bundle's)")
         which.add_argument("--artifact", help="a built artifact to gate as it is (no accuracy check)")
+        parser.add_argument("--dataset", metavar="NPZ",
+                            help="measure and check accuracy on these inputs (golden outputs: the "
+                            "bundle's route rebuilt on the bundled model); default: the bundle's inputs")
         parser.add_argument("--threshold", default="0.05", help="practical threshold (default 0.05 = 5%%)")
         parser.add_argument("--confidence", default="0.95", help="confidence of the interval (default 0.95)")
         parser.add_argument("--min-rounds", type=int, default=4)
@@ -118,13 +121,16 @@ class GateCommand(Command):
         if not model.exists():
             msg = f"--model '{args.model}' does not exist (expected the candidate model file)"
             raise UsageError(msg)
+        if args.dataset and not Path(args.dataset).is_file():
+            msg = f"--dataset '{args.dataset}' does not exist (expected an .npz of named inputs)"
+            raise UsageError(msg)
         if args.artifact and not Path(args.artifact).exists():
             msg = f"--artifact '{args.artifact}' does not exist (expected a built artifact)"
             raise UsageError(msg)
         for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
             _check_writable(flag, path)
         bundle = load_bundle(args.baseline)
-        config, current = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"))
+        config, current, specs = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"))
         if args.workdir:  # a fresh folder per run inside it: runs never share process folders
             Path(args.workdir).mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix="gate-", dir=Path(args.workdir).absolute()))
@@ -133,7 +139,8 @@ class GateCommand(Command):
         try:
             res = run_gate(
                 bundle, config, workdir, settings, route=args.route, artifact=args.artifact,
-                current_fingerprint=current,
+                current_fingerprint=current, specs=specs,
+                dataset=Path(args.dataset).absolute() if args.dataset else None,
                 on_round=lambda done, total, _u: print(f"round {done}/{total}", file=sys.stderr),
                 on_wait=lambda w: print(f"gate: {w.message}", file=sys.stderr),
             )
@@ -157,7 +164,9 @@ def _check_writable(flag: str, path: str | None) -> None:
         raise UsageError(msg)
 
 
-def _candidate(bundle: Bundle, model: Path, measurement: dict[str, Any]) -> tuple[StudyConfig, dict[str, Any]]:
+def _candidate(
+    bundle: Bundle, model: Path, measurement: dict[str, Any],
+) -> tuple[StudyConfig, dict[str, Any], list[Any]]:
     """The candidate's study configuration (the bundle's, on ``model``) and its fingerprint."""
     from gptuner_core import fingerprint as fp
     from gptuner_core.backends import load_backend
@@ -170,4 +179,4 @@ def _candidate(bundle: Bundle, model: Path, measurement: dict[str, Any]) -> tupl
     specs = backend.input_specs(model)
     current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend,
                          db=backend.describe(model), specs=specs)
-    return cfg, current
+    return cfg, current, specs

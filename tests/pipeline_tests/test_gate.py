@@ -108,3 +108,17 @@ def test_the_gate_measures_under_the_device_lock(bundle: Path, tmp_path: Path,
     assert rc == 2 and res == {}
     err = capsys.readouterr().err
     assert "waiting for device" in err and "held by study another study" in err and "still busy after 1 s" in err
+
+
+def test_gate_on_another_dataset(bundle: Path, tmp_path: Path) -> None:
+    """--dataset: golden outputs come from the bundle's route rebuilt on the bundled model, and
+    both sides are measured on the new inputs; the unchanged model passes, a breaking route fails."""
+    from models import subset
+
+    data = subset(tmp_path / "rows32.npz", 32)
+    assert (bundle / "model" / SAMPLE.name).is_file()
+    rc, res = _gate(bundle, SAMPLE, tmp_path, "--dataset", str(data), "--max-rounds", "4")
+    assert res["accuracy"]["losses"]["logits"] == 0, res  # golden = the rebuilt baseline's outputs
+    assert rc in (0, 3) and res["decision"] != "regression", res  # timing: 4 rounds may not decide
+    rc, res = _gate(bundle, SAMPLE, tmp_path, "--dataset", str(data), "--route", f"{ROUTE} -quant:mode=dynamic")
+    assert rc == 1 and res["decision"] == "accuracy_failed", res
