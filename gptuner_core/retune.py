@@ -172,10 +172,13 @@ def retune(
     check = _check(cfg, route, why, new / "lineage", specs, db, check_rounds)
     if on_check is not None:
         on_check(check)
-    summary = Tuner(cfg, new, progress=progress).run()
     lineage = {"from": str(old), "old_winner_holds": check.holds, "check": check.to_json(),
                "changes": [list(d) for d in diffs]}
-    with open_store(new) as store:
-        store.set_meta("lineage", lineage)
-        store.add_event("lineage", lineage)
+    try:
+        summary = Tuner(cfg, new, progress=progress).run()
+    finally:  # a stopped or failed search keeps its lineage (the study exists once created)
+        if StudyWorkspace(new).has_study():
+            with open_store(new) as store:
+                store.set_meta("lineage", lineage)
+                store.add_event("lineage", lineage)
     return RetuneResult(old=str(old), new=str(new), changes=diffs, check=check, summary=summary, lineage=lineage)
