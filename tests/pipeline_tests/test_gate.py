@@ -78,17 +78,41 @@ def test_usage_errors_exit_2(bundle: Path, tmp_path: Path, capsys: pytest.Captur
     assert "--junit" in capsys.readouterr().err and not list(tmp_path.glob("**/g.xml"))
 
 
-def test_a_given_artifact_is_measured_itself(bundle: Path, dataset: Path, tmp_path: Path) -> None:
-    """--artifact: the given engine is what is timed (not the bundle's, whose build info the
-    ONNX Runtime loader would otherwise follow): a slower model's artifact is a regression."""
-    slow = slowed(tmp_path / "slow.onnx")
-    study = tmp_path / "slow-study"
+@pytest.fixture(scope="module")
+def slow_study(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A one-route study of the slowed model: (model, study)."""
+    tmp = tmp_path_factory.mktemp("slow")
+    slow = slowed(tmp / "slow.onnx")
+    study = tmp / "slow-study"
     assert main(["tune", str(slow), "--dataset", str(dataset), "--batch-size", "16", "--backend",
                  "onnxruntime", "--expr", ROUTE, "--study", str(study), *measure_args(),
                  "--profile-runs", "0", "--quiet"]) == 0
+    return slow, study
+
+
+def test_a_given_artifact_is_measured_itself(bundle: Path, slow_study: tuple[Path, Path], tmp_path: Path) -> None:
+    """--artifact: the given engine is what is timed (not the bundle's, whose build info the
+    ONNX Runtime loader would otherwise follow): a slower model's artifact is a regression."""
+    slow, study = slow_study
     rc, res = _gate(bundle, slow, tmp_path, "--artifact", str(study / "candidates" / "00000" / "artifact"))
     assert rc == 1 and res["decision"] == "regression", res
     assert res["accuracy"] is None and res["notes"] == ["accuracy not checked: --artifact gives an artifact, not outputs"]
+
+
+def test_a_faster_model_is_an_improvement(slow_study: tuple[Path, Path], tmp_path: Path) -> None:
+    _, study = slow_study
+    assert main(["bundle", str(study), "-o", str(tmp_path / "slow-bundle")]) == 0
+    rc, res = _gate(tmp_path / "slow-bundle", SAMPLE, tmp_path)
+    assert rc == 0 and res["decision"] == "improvement", res
+    assert res["ci"][1] < 1 / 1.25
+    assert "**improvement**" in (tmp_path / "gate.md").read_text()
+
+
+def test_a_spent_time_budget_is_inconclusive_exit_3(bundle: Path, tmp_path: Path) -> None:
+    """The time budget ends the rounds before the first look: no decision, exit 3."""
+    rc, res = _gate(bundle, SAMPLE, tmp_path, "--time-budget", "0.1s")
+    assert rc == 3 and res["decision"] == "inconclusive" and res["rounds"] < 4, res
+    assert ET.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase/skipped") is not None
 
 
 def test_a_foreign_artifact_is_one_line(bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
