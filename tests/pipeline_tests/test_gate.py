@@ -21,8 +21,10 @@ pytestmark = pytest.mark.slow
 
 
 def _gate(bundle: Path, model: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
+    """A 50 % practical threshold: the 2 shared cores of the test machine give per-process
+    medians that wander by tens of percent; the slowed model is about 4x slower."""
     out = tmp_path / "gate.json"
-    rc = main(["gate", str(bundle), "--model", str(model), *measure_args(), "--threshold", "0.25",
+    rc = main(["gate", str(bundle), "--model", str(model), *measure_args(), "--threshold", "0.5",
                "--max-rounds", "20", "--json", str(out), "--junit", str(tmp_path / "gate.xml"),
                "--markdown", str(tmp_path / "gate.md"), *extra])
     return rc, json.loads(out.read_text()) if out.exists() else {}
@@ -32,7 +34,7 @@ def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
     rc, res = _gate(bundle, SAMPLE, tmp_path)
     assert rc == 0, res
     assert res["decision"] in ("no_change", "improvement")
-    assert res["ci"][1] < 1.25 and res["accuracy"]["losses"]["logits"] == 0
+    assert res["ci"][1] < 1.5 and res["accuracy"]["losses"]["logits"] == 0
     suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("tests") == "1"
     md = (tmp_path / "gate.md").read_text()
@@ -42,7 +44,7 @@ def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
 def test_slower_model_is_a_regression(bundle: Path, tmp_path: Path) -> None:
     rc, res = _gate(bundle, slowed(tmp_path / "slow.onnx"), tmp_path)
     assert rc == 1, res
-    assert res["decision"] == "regression" and res["ci"][0] > 1.25
+    assert res["decision"] == "regression" and res["ci"][0] > 1.5
     assert res["accuracy"]["losses"]["logits"] < 1e-9  # the no-op branch keeps the outputs
     case = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase")
     assert case.find("failure").get("type") == "regression"
@@ -104,7 +106,7 @@ def test_a_faster_model_is_an_improvement(slow_study: tuple[Path, Path], tmp_pat
     assert main(["bundle", str(study), "-o", str(tmp_path / "slow-bundle")]) == 0
     rc, res = _gate(tmp_path / "slow-bundle", SAMPLE, tmp_path)
     assert rc == 0 and res["decision"] == "improvement", res
-    assert res["ci"][1] < 1 / 1.25
+    assert res["ci"][1] < 1 / 1.5
     assert "**improvement**" in (tmp_path / "gate.md").read_text()
 
 
