@@ -130,7 +130,8 @@ class GateCommand(Command):
         for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
             _check_writable(flag, path)
         bundle = load_bundle(args.baseline)
-        config, current, specs = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"))
+        config, current, specs = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"),
+                                            route=args.route)
         if args.workdir:  # a fresh folder per run inside it: runs never share process folders
             Path(args.workdir).mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix="gate-", dir=Path(args.workdir).absolute()))
@@ -165,7 +166,7 @@ def _check_writable(flag: str, path: str | None) -> None:
 
 
 def _candidate(
-    bundle: Bundle, model: Path, measurement: dict[str, Any],
+    bundle: Bundle, model: Path, measurement: dict[str, Any], *, route: str | None = None,
 ) -> tuple[StudyConfig, dict[str, Any], list[Any]]:
     """The candidate's study configuration (the bundle's, on ``model``) and its fingerprint."""
     from gptuner_core import fingerprint as fp
@@ -177,6 +178,15 @@ def _candidate(
                       measurement={**cfg.measurement, **measurement}, output=None, warm_start=())
     backend = load_backend(cfg.backend, cfg.backend_options)
     specs = backend.input_specs(model)
-    current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend,
-                         db=backend.describe(model), specs=specs)
+    db = backend.describe(model)
+    if route:  # a route naming unknown knobs or values is bad input, refused before measuring
+        from gptuner_core.errors import ExpressionError
+        from gptuner_core.expressions import Expression
+
+        try:
+            Expression.parse(route, db)
+        except ExpressionError as exc:
+            msg = f"--route {route!r} does not fit model '{model}': {exc}"
+            raise UsageError(msg) from None
+    current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs)
     return cfg, current, specs

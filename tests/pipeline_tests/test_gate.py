@@ -75,6 +75,8 @@ def test_usage_errors_exit_2(bundle: Path, tmp_path: Path, capsys: pytest.Captur
     assert "--threshold must be a number in (0, 1)" in capsys.readouterr().err
     assert main(["gate", str(bundle), "--model", str(tmp_path / "none.onnx")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["gate", str(bundle), "--model", str(SAMPLE), "--route", "-bogus:knob=1"]) == 2
+    assert "--route '-bogus:knob=1' does not fit model" in capsys.readouterr().err
     (tmp_path / "file").write_text("x")
     assert main(["gate", str(bundle), "--model", str(SAMPLE), "--junit", str(tmp_path / "file" / "g.xml")]) == 2
     assert "--junit" in capsys.readouterr().err and not list(tmp_path.glob("**/g.xml"))
