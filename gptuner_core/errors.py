@@ -65,3 +65,7 @@ class DeviceBusyError(GptunerError, TimeoutError):
 
 class ProfileError(GptunerError, ValueError):
     """A per-layer profile could not be captured, read or compared."""
+
+
+class BundleError(GptunerError, ValueError):
+    """A baseline bundle is missing, incomplete or does not match its manifest (hash mismatch)."""

@@ -44,6 +44,10 @@ _COMMANDS: dict[str, str] = {
     "doctor": "gptuner_core.cli.doctor:DoctorCommand",
     "explain": "gptuner_core.cli.explain:ExplainCommand",
     "diff": "gptuner_core.cli.diff:DiffCommand",
+    "bundle": "gptuner_core.cli.bundle:BundleCommand",
+    "gate": "gptuner_core.cli.bundle:GateCommand",
+    "report": "gptuner_core.cli.report:ReportCommand",
+    "retune": "gptuner_core.cli.retune:RetuneCommand",
 }
 
 
