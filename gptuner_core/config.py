@@ -15,6 +15,7 @@ from gptuner_core.errors import ConfigError
 
 if TYPE_CHECKING:
     from gptuner_core.accuracy import AccuracySettings
+    from gptuner_core.engine.scale_out import ScaleOut
 
 METRICS = ("l0", "l1", "l2", "lInf", "cos")
 
@@ -26,7 +27,7 @@ FLAGS = {
     "build_timeout_s": "--build-timeout", "measure_timeout_s": "--measure-timeout",
     "revalidate_top_k": "--revalidate-top-k", "revalidate_rounds": "--revalidate-rounds",
     "min_effect": "--min-effect", "drift_every": "--drift-every", "seed": "--seed",
-    "profile_runs": "--profile-runs",
+    "profile_runs": "--profile-runs", "build_workers": "--build-workers", "workers": "--workers",
     "metric": "--metric", "task_metric": "--task-metric", "measurement": "--measure-option",
 }
 
@@ -158,6 +159,7 @@ def validate(cfg: StudyConfig) -> None:
     if cfg.task_metric is not None:
         _check_task_metric(cfg.task_metric)
     _check_inputs(cfg)
+    cfg.scale_out().validated()
     cfg.accuracy_settings()  # the gate's own checks (per-output epsilons, task output)
     if not isinstance(cfg.measurement, dict):
         msg = f"measurement must be a mapping of sampling settings (got {type(cfg.measurement).__name__})"
@@ -190,6 +192,9 @@ class StudyConfig:
         calibration: a separate ``.npz`` for quantization calibration (default: the dataset).
         gate_outputs/output_epsilons/task_output/no_gate: the gate aimed at chosen outputs, an
             epsilon per output, the output ``top1`` reads, and an explicit "no gate".
+        build_workers/ray/workers/normalize: scale-out (``engine.scale_out.ScaleOut``): builds
+            ahead in K processes (0 = chosen from cores and memory), Ray workers, one per device,
+            and speed-ups against each device's own default route.
         profile_runs: runs of the per-layer profile captured after each candidate's latency
             samples, in a separate session (0 = no profile).
         warm_start: earlier study folders whose best routes (same knob database or model
@@ -233,9 +238,19 @@ class StudyConfig:
     output_epsilons: dict[str, float] = field(default_factory=dict)
     task_output: str | None = None
     no_gate: bool = False
+    build_workers: int = 1
+    ray: str | None = None
+    workers: int = 1
+    normalize: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
+
+    def scale_out(self) -> ScaleOut:
+        from gptuner_core.engine.scale_out import ScaleOut
+
+        return ScaleOut(build_workers=self.build_workers, ray=self.ray, workers=self.workers,
+                        normalize=self.normalize)
 
     def accuracy_settings(self) -> AccuracySettings:
         """The accuracy gate of this study."""

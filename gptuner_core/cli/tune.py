@@ -166,6 +166,10 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         drift_every=args.drift_every,
         keep_artifacts=not args.discard_artifacts,
         profile_runs=args.profile_runs,
+        build_workers=args.build_workers,
+        ray=args.ray,
+        workers=args.workers,
+        normalize=args.normalize,
         output=str(Path(args.output).resolve()) if args.output else None,
         warm_start=tuple(str(Path(w).resolve()) for w in args.warm_start or ()),
     )
@@ -245,6 +249,14 @@ class TuneCommand(Command):
         parser.add_argument("--min-effect", type=float, default=0.01)
         parser.add_argument("--drift-every", type=int, default=10)
         parser.add_argument("--discard-artifacts", action="store_true")
+        parser.add_argument("--build-workers", type=int, default=1, metavar="K",
+                            help="build the next proposals in K processes while one candidate is "
+                            "measured (0 = chosen from cores and memory; 1 = one at a time)")
+        parser.add_argument("--ray", metavar="auto|ADDRESS",
+                            help="run candidates on Ray workers, one per device (pip install 'gptuner[ray]')")
+        parser.add_argument("--workers", type=int, default=1, metavar="N", help="Ray workers (devices)")
+        parser.add_argument("--normalize", action="store_true",
+                            help="allow different devices: speed-ups against each device's own default")
         parser.add_argument("--profile-runs", type=int, default=10, metavar="N",
                             help="per-layer profile runs after each candidate's latency samples "
                             "(a separate session; 0 = no profile)")

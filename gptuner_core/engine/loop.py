@@ -20,6 +20,7 @@ the same rules with candidates in flight.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
     from gptuner_core.engine.evaluator import Evaluator
     from gptuner_core.engine.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
+
+def held(device_lock: DeviceLock | None, sink: Sink) -> contextlib.AbstractContextManager:
+    """The measuring device held for one candidate (its build uses the device too on CPU);
+    a sink with ``waiting(w)`` is told while another study holds it."""
+    if device_lock is None:
+        return contextlib.nullcontext()
+    return device_lock.held(on_wait=getattr(sink, "waiting", None))
+
 
 def run_loop(
     *,
@@ -75,7 +84,8 @@ def run_loop(
         if r.extra.get("artifact_key") and r.state is CandidateState.COMPLETE
     }
     skipped = 0
-    drift(evaluator, history, budget, sink)  # a drift point cut by a kill is redone first
+    with held(device_lock, sink):
+        drift(evaluator, history, budget, sink)  # a drift point cut by a kill is redone first
     while True:
         reason = budget_reason(budget, history, sink)
         if reason:
@@ -91,7 +101,8 @@ def run_loop(
                 f"strategy '{search}' finished after {len(history)} of {space_size} routes"
             ))
         if proposal.remeasure_of is not None:
-            remeasure(evaluator, strategy, history, proposal, sink)
+            with held(device_lock, sink):
+                remeasure(evaluator, strategy, history, proposal, sink)
             continue
         k = key(str(proposal.route))
         if k in seen:
@@ -109,10 +120,11 @@ def run_loop(
             number=number, requested_route=route, state=CandidateState.RUNNING,
             strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
         ))
-        rec = evaluator.evaluate(
-            proposal, number, history, artifacts,
-            lambda ph, route=route: sink.phase(route, ph, history),
-        )
+        with held(device_lock, sink):
+            rec = evaluator.evaluate(
+                proposal, number, history, artifacts,
+                lambda ph, route=route: sink.phase(route, ph, history),
+            )
         # raw samples stay in the store; only the default's are kept (speed-ups need them)
         history.append(rec if rec.number == 0 else rec.replace(samples_ms=()))
         sink.finished(rec, history)
@@ -124,7 +136,8 @@ def run_loop(
             ))
         if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
             artifacts.setdefault(rec.extra["artifact_key"], rec.number)
-        drift(evaluator, history, budget, sink)
+        with held(device_lock, sink):
+            drift(evaluator, history, budget, sink)
 
 
 __all__ = ["MAX_SKIPS", "Budget", "LoopEnd", "Sink", "budget_reason", "drift_point", "run_loop"]

@@ -15,7 +15,6 @@ import contextlib
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,12 +32,14 @@ from gptuner_core.engine.inputs import load_inputs
 from gptuner_core.engine.inputs import open_inputs
 from gptuner_core.engine.inputs import store_inputs
 from gptuner_core.engine.loop import Budget
+from gptuner_core.engine.loop import held
 from gptuner_core.engine.loop import run_loop
+from gptuner_core.engine.sink import StoreSink
+from gptuner_core.engine.sink import measuring_device
 from gptuner_core.engine.workspace import StudyWorkspace
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import GptunerError
 from gptuner_core.errors import StoreError
-from gptuner_core.records import CandidateRecord
 from gptuner_core.records import Progress
 from gptuner_core.records import StudyStatus
 from gptuner_core.records import Winner
@@ -46,10 +47,9 @@ from gptuner_core.records import Winner
 
 if TYPE_CHECKING:
     from gptuner_core.config import StudyConfig
+    from gptuner_core.device_lock import DeviceLock
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.records import ChildResult
     from gptuner_core.storage import StudyStore
-    from gptuner_core.strategies import Proposal
     from gptuner_core.strategies import Strategy
 
 
@@ -181,6 +181,15 @@ class Tuner:
             store.set_status(StudyStatus.CREATED)
         ws.commit_creation()
 
+    def _device_lock(self) -> DeviceLock | None:
+        """The measuring device's cross-process lock (none for a recorded run): one measuring
+        study per device; another study waits ("waiting for device", shown in Live/Overview)."""
+        from gptuner_core.device_lock import DeviceLock
+        from gptuner_core.device_lock import measuring_devices
+
+        device = measuring_device(self.config)
+        return None if device is None else DeviceLock(measuring_devices(device), study=str(self.dir))
+
     def _evaluator(self, inputs: object) -> Evaluator:
         ctx = StudyContext(config=self.config, workspace=self.ws, inputs=inputs)  # type: ignore[arg-type]
         if self.config.backend == "replay":
@@ -248,12 +257,14 @@ class Tuner:
         for rec in history:
             strategy.tell(rec)
         sink = StoreSink(self, store, strategy, store.progress())
+        lock = self._device_lock()
         end = run_loop(
             strategy=strategy, evaluator=evaluator, history=history,
             key=lambda text: Route.parse(text).key(self.db),
             budget=Budget(max_candidates=cfg.max_candidates, time_budget_s=cfg.time_budget_s,
                           target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
             sink=sink, space_size=self.expr.count("full"), search=cfg.search,
+            scale_out=cfg.scale_out(), device_lock=lock,
         )
         status, message = end.status, end.reason
         winner = None
@@ -262,16 +273,21 @@ class Tuner:
             store.set_meta("pending", {"phase": "revalidation"})
             sink.report(history, "", "revalidation", None)
             left = cfg.time_budget_s - sink.elapsed_s() if cfg.time_budget_s is not None else None
-            winner = revalidate_winner(
-                cfg, evaluator, store, history, time_left_s=left,
-                on_round=lambda d, t: sink.report(history, "", "revalidation", None, rounds=(d, t)),
-            )
+            with held(lock, sink):  # every round on one quiet device
+                winner = revalidate_winner(
+                    cfg, evaluator, store, history, time_left_s=left,
+                    on_round=lambda d, t: sink.report(history, "", "revalidation", None, rounds=(d, t)),
+                )
             if winner is not None:
                 store.set_winner(winner)
                 message = "; ".join(m for m in (message, winner.message) if m)
                 if cfg.output:
                     try:
                         write_output(cfg, store, winner, self.dir)
+                        from gptuner_core.bundle import write_bundle
+
+                        out = Path(cfg.output)
+                        write_bundle(self.dir, out.with_name(out.name + ".bundle"))
                     except GptunerError as exc:
                         output_error = str(exc)
                         store.add_event("warning", {"output": output_error})
@@ -290,88 +306,6 @@ class Tuner:
             message=message, output_error=output_error,
             warnings=(self.gate_warning,) if self.gate_warning else (),
         )
-
-
-class StoreSink:
-    """The loop's sink for a real study: records go to the store, progress to meta + callback."""
-
-    def __init__(self, tuner: Tuner, store: StudyStore, strategy: Strategy, before: Progress) -> None:
-        self.tuner = tuner
-        self.store = store
-        self.strategy = strategy
-        self.started_mono = time.monotonic()
-        self.prior_elapsed = float(before.elapsed_s or 0.0)
-        self.times: list[float] = []
-        self._t0 = 0.0
-
-    def elapsed_s(self) -> float:
-        return self.prior_elapsed + time.monotonic() - self.started_mono
-
-    def stop_requested(self) -> bool:
-        return self.tuner.ws.stop_requested()
-
-    def _planned(self, done: int) -> int | None:
-        planned = self.strategy.planned()
-        cap = self.tuner.config.max_candidates
-        if cap is not None:
-            planned = min(planned or cap, cap)
-        return max(planned, done) if planned is not None else None
-
-    def report(
-        self, history: list[CandidateRecord], current: str, phase: str,
-        last: CandidateRecord | None, *, rounds: tuple[int, int] | None = None,
-        finished: bool = False,
-    ) -> None:
-        done = len(history)
-        total = self._planned(done)
-        eta = None
-        if self.times and total is not None:
-            eta = max(total - done, 0) * (sum(self.times) / len(self.times))
-        now = time.time()
-        progress = Progress(
-            done=done, total=total, current=current, phase=phase,
-            best_speedup=max((r.speedup or 0.0 for r in history if r.eligible), default=None),
-            eta_s=0.0 if finished else eta, started_at=now - self.elapsed_s(),
-            finished_at=now if finished else None, heartbeat=now,
-            rounds_done=rounds[0] if rounds else None, rounds_total=rounds[1] if rounds else None,
-            elapsed_s=self.elapsed_s(), last=last,
-        )
-        self.store.set_progress(progress)
-        if self.tuner.progress_cb is not None:
-            self.tuner.progress_cb(progress)
-
-    def started(self, rec: CandidateRecord) -> None:
-        self._t0 = time.monotonic()
-        log = self.tuner.ws.candidate_dir(rec.number) / "log.txt"
-        self.store.put_candidate(rec.replace(log_path=str(log)))
-
-    def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None:
-        self.times.append(time.monotonic() - self._t0)
-        self.store.put_candidate(rec)
-        self.report(history, "", "idle", rec)
-
-    def replaced(self, rec: CandidateRecord) -> None:
-        self.store.put_candidate(rec)
-
-    def skipped(self, proposal: Proposal) -> None:
-        pass
-
-    def phase(self, route: str, phase: str, history: list[CandidateRecord]) -> None:
-        self.report(history, route, phase, None)
-
-    def baseline(self, after: int, result: ChildResult) -> None:
-        if not result.ok or result.latency is None:
-            self.store.add_event("baseline_failed", {"after_candidate": after, "error": result.error})
-            return
-        self.store.add_event("baseline", {
-            "after_candidate": after, "time": time.time(),
-            "median_ms": result.latency.median_ms, "cv": result.latency.cv,
-            "telemetry": result.telemetry,
-        })
-
-    def baselines_done(self) -> set[int]:
-        events = self.store.events("baseline") + self.store.events("baseline_failed")
-        return {int(e.payload.get("after_candidate", -1)) for e in events}
 
 
 __all__ = ["Progress", "TuneSummary", "Tuner"]

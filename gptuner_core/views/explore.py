@@ -222,7 +222,7 @@ def landing_figure(df: pd.DataFrame, *, max_points: int = 1000) -> go.Figure:
 
     from gptuner_core.views._frames import best_so_far
     from gptuner_core.views.figures import STYLE
-    from gptuner_core.views.scatter import scatter_class
+    from gptuner_core.views.figures import scatter_class
 
     fig = go.Figure()
     timed = df[df["median_ms"].notna()].sort_values("number").tail(max_points)

@@ -7,6 +7,7 @@ returns a ``plotly.graph_objects.Figure``. WebGL traces keep 10,000 points respo
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from typing import Any
 
 
 if TYPE_CHECKING:
@@ -29,6 +30,18 @@ STYLE = {
     FAILED: {"color": "#7f7f7f", "symbol": "x"},
 }
 
+
+
+#: below this many markers a trace is drawn as SVG: faster than starting WebGL (which a browser
+#: without a GPU emulates in software); above it, WebGL
+WEBGL_FROM = 1500
+
+
+def scatter_class(n: int) -> Any:
+    """``go.Scatter`` for a few markers, ``go.Scattergl`` for many."""
+    import plotly.graph_objects as go
+
+    return go.Scattergl if n >= WEBGL_FROM else go.Scatter
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
     fig.update_layout(
@@ -82,8 +95,6 @@ def history_figure(history: pd.DataFrame, *, max_points: int = 5000) -> go.Figur
         step = len(history) // max_points + 1
         improved = history["best_ms"].diff().fillna(-1) != 0
         points = history[(history.index % step == 0) | improved]
-    from gptuner_core.views.scatter import scatter_class
-
     fig = go.Figure()
     fig.add_trace(
         scatter_class(len(points))(

@@ -26,22 +26,11 @@ from gptuner_core.views._frames import NOT_MEASURED
 from gptuner_core.views._frames import pareto_mask
 from gptuner_core.views.figures import STYLE
 from gptuner_core.views.figures import _layout
+from gptuner_core.views.figures import scatter_class
 
 
 HOVER_WIDTH = 60
 HOVER_LINES = 6
-
-
-#: below this many markers a trace is drawn as SVG: faster than starting WebGL (which a browser
-#: without a GPU emulates in software); above it, WebGL
-WEBGL_FROM = 1500
-
-
-def scatter_class(n: int) -> Any:
-    """``go.Scatter`` for a few markers, ``go.Scattergl`` for many."""
-    import plotly.graph_objects as go
-
-    return go.Scattergl if n >= WEBGL_FROM else go.Scatter
 
 
 def wrap_hover(text: str, width: int = HOVER_WIDTH, lines: int = HOVER_LINES) -> str:

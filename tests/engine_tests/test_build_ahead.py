@@ -7,17 +7,12 @@ results are committed in proposal order.
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pytest
 
 from gptuner_core.cli import main
-from gptuner_core.device_lock import DeviceLock
-from gptuner_core.device_lock import measuring_devices
-from gptuner_core.engine import tuner as tuner_module
 from gptuner_core.engine.build_ahead import BuildAheadPool
-from gptuner_core.engine.loop import run_loop
 from gptuner_core.engine.scale_out import ScaleOut
 from gptuner_core.engine.scale_out import default_build_workers
 from gptuner_core.errors import ConfigError
@@ -31,19 +26,15 @@ EXPR = "-quant:mode=[off|qdq] -quant:reduce_range=on -ort:enable_mem_pattern=[on
 
 
 def _tune(study, monkeypatch, scale_out, lock=False):
-    if scale_out is not None:
-        extra = {}
-        if lock:  # each measurement holds the device lock of the CPU cores it measures on
-            (study.parent / "locks").mkdir(exist_ok=True)
-            extra["device_lock"] = DeviceLock(measuring_devices("cpu"), study=str(study),
-                                              directory=study.parent / "locks")
-        monkeypatch.setattr(tuner_module, "run_loop",
-                            functools.partial(run_loop, scale_out=scale_out, **extra))
+    """The real CLI; ``--build-workers`` from ``scale_out``; the device lock (the tuner always
+    holds one per measurement) in a folder of the test's own."""
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(study.parent / "locks"))
+    workers = ["--build-workers", str(scale_out.build_workers)] if scale_out is not None else []
     args = [
         "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
         "--dataset", str(REPO / "assets/cnn_digits_eval.npz"), "--expr", EXPR, "--search", "full",
         "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "0",
-        "--drift-every", "3", "--study", str(study), "--quiet",
+        "--drift-every", "3", "--study", str(study), "--quiet", *workers,
     ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
     assert main(args) == 0
     with open_store(study, readonly=True) as store:

@@ -178,6 +178,7 @@ class TestStudyFiles:
         ds = tmp_path / "mine.npz"
         np.savez(ds, x=np.ones((8, 16), np.float32))
         assert main(_args(tiny_model, ds, study, "--max-candidates", "1")) == 0
+        capsys.readouterr()
         (study / "inputs.npz").unlink()
         np.savez(ds, x=np.zeros((8, 16), np.float32))  # the dataset changed meanwhile
         assert main(["tune", "--study", str(study), "--continue", "--quiet"]) == 2

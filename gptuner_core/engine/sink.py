@@ -1,0 +1,132 @@
+"""The loop's sink for a real study: records to the store, progress and worker states to meta,
+the device-waiting status; and which device a study measures on."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import Progress
+from gptuner_core.records import StudyStatus
+
+
+if TYPE_CHECKING:
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.records import ChildResult
+    from gptuner_core.storage import StudyStore
+    from gptuner_core.strategies import Proposal
+    from gptuner_core.strategies import Strategy
+
+
+def measuring_device(cfg: StudyConfig) -> str | None:
+    """``cpu`` or ``cuda:N`` for the lock; ``None`` for a recorded (replay) study."""
+    if cfg.backend == "replay":
+        return None
+    device = str(cfg.backend_options.get("device", "") or "")
+    if cfg.backend in ("tensorrt", "trtexec"):
+        return device if device.startswith("cuda") else f"cuda:{device or 0}"
+    return device if device.startswith("cuda") else "cpu"
+
+
+class StoreSink:
+    """The loop's sink for a real study: records go to the store, progress to meta + callback."""
+
+    def __init__(self, tuner: Tuner, store: StudyStore, strategy: Strategy, before: Progress) -> None:
+        self.tuner = tuner
+        self.store = store
+        self.strategy = strategy
+        self.started_mono = time.monotonic()
+        self.prior_elapsed = float(before.elapsed_s or 0.0)
+        self.times: list[float] = []
+        self._waiting = False
+
+    def elapsed_s(self) -> float:
+        return self.prior_elapsed + time.monotonic() - self.started_mono
+
+    def stop_requested(self) -> bool:
+        return self.tuner.ws.stop_requested()
+
+    def _planned(self, done: int) -> int | None:
+        planned = self.strategy.planned()
+        cap = self.tuner.config.max_candidates
+        if cap is not None:
+            planned = min(planned or cap, cap)
+        return max(planned, done) if planned is not None else None
+
+    def report(
+        self, history: list[CandidateRecord], current: str, phase: str,
+        last: CandidateRecord | None, *, rounds: tuple[int, int] | None = None,
+        finished: bool = False,
+    ) -> None:
+        done = len(history)
+        total = self._planned(done)
+        eta = None
+        if self.times and total is not None:
+            eta = max(total - done, 0) * (sum(self.times) / len(self.times))
+        now = time.time()
+        progress = Progress(
+            done=done, total=total, current=current, phase=phase,
+            best_speedup=max((r.speedup or 0.0 for r in history if r.eligible), default=None),
+            eta_s=0.0 if finished else eta, started_at=now - self.elapsed_s(),
+            finished_at=now if finished else None, heartbeat=now,
+            rounds_done=rounds[0] if rounds else None, rounds_total=rounds[1] if rounds else None,
+            elapsed_s=self.elapsed_s(), last=last,
+        )
+        self.store.set_progress(progress)
+        if self.tuner.progress_cb is not None:
+            self.tuner.progress_cb(progress)
+
+    def waiting(self, w: object) -> None:
+        """Another study holds the measuring device: say so (status and progress)."""
+        self._waiting = True
+        message = getattr(w, "message", str(w))
+        self.store.set_status(StudyStatus.WAITING, message)
+        self.store.set_meta("waiting", message)
+        self.store.add_event("waiting", {"message": message})
+
+    def _running(self) -> None:
+        if self._waiting:
+            self._waiting = False
+            self.store.set_status(StudyStatus.RUNNING, "")
+            self.store.set_meta("waiting", None)
+
+    def workers(self, states: object) -> None:
+        """Each scale-out worker's state (device, busy/idle, candidate), for Live."""
+        self.store.set_meta("workers", states)
+
+    def started(self, rec: CandidateRecord) -> None:
+        self._running()
+        log = self.tuner.ws.candidate_dir(rec.number) / "log.txt"
+        self.store.put_candidate(rec.replace(log_path=str(log)))
+
+    def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None:
+        if rec.started_at and rec.finished_at:  # per candidate: right with several in flight
+            self.times.append(max(0.0, rec.finished_at - rec.started_at))
+        self.store.put_candidate(rec)
+        self.report(history, "", "idle", rec)
+
+    def replaced(self, rec: CandidateRecord) -> None:
+        self.store.put_candidate(rec)
+
+    def skipped(self, proposal: Proposal) -> None:
+        pass
+
+    def phase(self, route: str, phase: str, history: list[CandidateRecord]) -> None:
+        self._running()
+        self.report(history, route, phase, None)
+
+    def baseline(self, after: int, result: ChildResult) -> None:
+        if not result.ok or result.latency is None:
+            self.store.add_event("baseline_failed", {"after_candidate": after, "error": result.error})
+            return
+        self.store.add_event("baseline", {
+            "after_candidate": after, "time": time.time(),
+            "median_ms": result.latency.median_ms, "cv": result.latency.cv,
+            "telemetry": result.telemetry,
+        })
+
+    def baselines_done(self) -> set[int]:
+        events = self.store.events("baseline") + self.store.events("baseline_failed")
+        return {int(e.payload.get("after_candidate", -1)) for e in events}
