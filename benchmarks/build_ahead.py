@@ -3,8 +3,7 @@
 Runs ``gptuner tune TUNE_ARGS --study DIR/<mode>`` in a fresh process per mode: ``sequential``
 (``ScaleOut(build_workers=1)``, today's loop) and ``ahead`` (``--build-workers K``, default from
 cores and memory), then prints one JSON line per mode (wall seconds, candidates, winner route and
-speed-up, verdict) and the ratio. It measures; it asserts nothing. Until the CLI has the flags,
-the scale-out is passed to ``run_loop`` by this script (the same call the tuner will make)::
+speed-up, verdict) and the ratio. It measures; it asserts nothing::
 
     python benchmarks/build_ahead.py --dir /tmp/ba -- assets/torch_digits_cnn.py --backend torch \\
         --backend-option device=cuda:0 --expr '-torch:mode=[default|max-autotune-no-cudagraphs] \\
@@ -15,7 +14,6 @@ the scale-out is passed to ``run_loop`` by this script (the same call the tuner 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import subprocess
 import sys
@@ -29,13 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def _child(mode: str, workers: int, study: str, tune_args: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     from gptuner_core.cli import main
-    from gptuner_core.engine import tuner
-    from gptuner_core.engine.loop import run_loop
-    from gptuner_core.engine.scale_out import ScaleOut
 
-    scale = ScaleOut(build_workers=1 if mode == "sequential" else workers)
-    tuner.run_loop = functools.partial(run_loop, scale_out=scale)
-    return main(["tune", *tune_args, "--study", study, "--quiet"])
+    build_workers = 1 if mode == "sequential" else workers
+    return main(["tune", *tune_args, "--build-workers", str(build_workers), "--study", study, "--quiet"])
 
 
 def main(argv: list[str] | None = None) -> int:
