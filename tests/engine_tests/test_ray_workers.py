@@ -7,7 +7,6 @@ recorded as CRASHED); a coordinator killed with SIGKILL loses nothing on ``--con
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import subprocess
@@ -24,9 +23,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'gptu
 pytestmark = pytest.mark.slow
 
 from gptuner_core.config import StudyConfig  # noqa: E402
-from gptuner_core.engine import tuner as tuner_module  # noqa: E402
 from gptuner_core.engine.loop import Budget  # noqa: E402
-from gptuner_core.engine.loop import run_loop  # noqa: E402
 from gptuner_core.engine.parallel import run_parallel  # noqa: E402
 from gptuner_core.engine.ray_workers import RayPool  # noqa: E402
 from gptuner_core.engine.scale_out import ScaleOut  # noqa: E402
@@ -61,9 +58,11 @@ def _config(search="full"):
 
 
 def _study(path, monkeypatch, scale_out, search="full"):
-    if scale_out is not None:
-        monkeypatch.setattr(tuner_module, "run_loop", functools.partial(run_loop, scale_out=scale_out))
-    summary = Tuner(_config(search), path).run()
+    cfg = _config(search)
+    if scale_out is not None:  # the study's own settings, as --ray/--workers give them
+        cfg = cfg.replace(build_workers=scale_out.build_workers, ray=scale_out.ray,
+                          workers=scale_out.workers, normalize=scale_out.normalize)
+    summary = Tuner(cfg, path).run()
     with open_store(path, readonly=True) as store:
         return summary, store.candidates(), store.winner()
 
@@ -98,14 +97,12 @@ def test_real_onnxruntime_candidates_run_in_fresh_processes_on_workers(cluster, 
 
     from .conftest import QUICK
 
-    monkeypatch.setattr(tuner_module, "run_loop",
-                        functools.partial(run_loop, scale_out=ScaleOut(ray="auto", workers=2)))
     study = tmp_path / "ort"
     args = ["tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
             "--dataset", str(REPO / "assets/cnn_digits_eval.npz"), "--search", "full",
             "--expr", "-ort:enable_mem_pattern=[on|off]",
             "--batch-size", "8", "--revalidate-top-k", "0",
-            "--drift-every", "0", "--study", str(study), "--quiet",
+            "--drift-every", "0", "--study", str(study), "--quiet", "--ray", "auto", "--workers", "2",
             ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
     assert main(args) == 0
     with open_store(study, readonly=True) as store:
@@ -177,11 +174,8 @@ def test_killed_worker_candidate_requeued_and_completed(cluster):
 SCRIPT = """
 import functools, sys
 from gptuner_core.engine import recorded, tuner
-from gptuner_core.engine.loop import run_loop
-from gptuner_core.engine.scale_out import ScaleOut
 from gptuner_core.testing.slow_replay import SlowRecordedEvaluator
 recorded.RecordedEvaluator = SlowRecordedEvaluator
-tuner.run_loop = functools.partial(run_loop, scale_out=ScaleOut(ray="auto", workers=2))
 from gptuner_core.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -197,7 +191,8 @@ def test_coordinator_sigkill_then_continue_loses_nothing(cluster, tmp_path):
     env["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address  # --ray auto joins the cluster
     args = [sys.executable, str(script), "tune", str(SWEEP), "--backend", "replay",
             "--expr", str(rec.expression), "--search", "full", "--revalidate-top-k", "1",
-            "--revalidate-rounds", "2", "--drift-every", "0", "--study", str(study), "--quiet"]
+            "--revalidate-rounds", "2", "--drift-every", "0", "--study", str(study), "--quiet",
+            "--ray", "auto", "--workers", "2"]
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def finished():
