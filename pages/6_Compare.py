@@ -9,6 +9,7 @@ from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.compare import compare_studies
+from gptuner_core.dashboard.explain import render_layer_diff
 
 
 ws = widgets.page_setup("Compare", "⚖️")
@@ -66,9 +67,12 @@ if len(acc):
 else:
     st.caption("No accuracy recorded.")
 
+st.subheader("Where the time goes: aligned layer diff")
+st.caption(f"#{recs[1].number} against #{recs[0].number}: layers matched by their ONNX origin, "
+           "sorted by contribution to the end-to-end difference; deltas within the profile's "
+           "noise are marked as such, not as causes.")
+render_layer_diff(study, recs[0], recs[1], key="cmp_layer_diff")
 layer_diff = views.layer_diff_frame({f"#{r.number}": r.extra for r in recs})
-st.subheader("Per-layer differences")
 if layer_diff is not None:
+    st.subheader("Operator counts")
     st.dataframe(layer_diff, hide_index=True, width="stretch")
-else:
-    st.caption("Per-layer information is not available for at least two of these candidates.")
