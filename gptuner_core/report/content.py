@@ -56,6 +56,7 @@ def study_report(study_dir: str | Path) -> StudyReport:
     from gptuner_core.views.explain import effects_figure
     from gptuner_core.views.health import drift_figure
     from gptuner_core.views.health import drift_frame
+    from gptuner_core.views.scatter import accuracy_latency_figure
     from gptuner_core.views.trace import repro_commands
 
     path = Path(study_dir).absolute()
@@ -77,7 +78,8 @@ def study_report(study_dir: str | Path) -> StudyReport:
                               task_metric=cfg.get("task_metric"), max_drop=cfg.get("max_task_drop"))
     figs: list[tuple[str, str, go.Figure]] = [
         ("accuracy_latency", "Accuracy × latency",
-         F.accuracy_latency_figure(df, epsilon=cfg.get("epsilon"), metric=str(cfg.get("metric") or "l2"))),
+         accuracy_latency_figure(df, epsilon=cfg.get("epsilon"), metric=str(cfg.get("metric") or "l2"),
+                                 winner=winner.number if winner and winner.significant else None)),
         ("speedups", "Speed-ups vs the default route (95 % CI)", F.speedup_figure(df)),
         ("history", "Best-so-far history", F.history_figure(frames.best_so_far(df))),
         ("knob_effects", "Knob effects (main effects, 95 % CI)",

@@ -47,9 +47,10 @@ def test_missing_study_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="no Chromium at /usr/bin/chromium")
 def test_every_figure_renders_offline_in_chromium(report: Path) -> None:
-    from gptuner_core.dashboard.server import CHROMIUM
-    from gptuner_core.dashboard.server import CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
+
+    from gptuner_core.testing.dashboard_server import CHROMIUM
+    from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
 
     requests: list[str] = []
     errors: list[str] = []
