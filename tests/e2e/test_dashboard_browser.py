@@ -30,6 +30,15 @@ EXPRESSION = "-fp16:convert=[off|on]"
 def _select(page, label: str, option: str) -> None:
     page.get_by_role("combobox", name=label).click()
     page.get_by_role("option", name=option, exact=True).click()
+    _idle(page)
+
+
+def _idle(page) -> None:
+    """Wait until the app's script run is over (a rerun still in flight would overwrite input)."""
+    page.wait_for_function(
+        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
+        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }")
+    page.wait_for_timeout(300)
 
 
 def test_launch_watch_and_inspect(tmp_path: Path) -> None:
@@ -50,8 +59,11 @@ def test_launch_watch_and_inspect(tmp_path: Path) -> None:
             _select(page, "Sample model", "mlp_digits")
             box = page.get_by_role("textbox", name="Tunable expression (build it here or in the Knob explorer)")
             expect(box).to_be_visible()
+            _idle(page)  # the sample's starter expression is in place: now edit it
             box.fill(EXPRESSION)
             box.press("Control+Enter")
+            _idle(page)
+            expect(box).to_have_value(EXPRESSION)
             page.get_by_text("Gate on ε (CLI default: off)").click()  # then ε = 1e-3
             expect(page.locator("code").filter(has_text=f'"expression": "{EXPRESSION}"').first).to_be_visible()
             expect(page.locator("code").filter(has_text='"epsilon": 0.001').first).to_be_visible()
