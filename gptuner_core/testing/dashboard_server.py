@@ -72,3 +72,12 @@ def dashboard_server(workspace: Path, *, log: Path, timeout_s: float = 60.0,
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def wait_idle(page: object) -> None:
+    """Wait until the app's script run is over in a Playwright ``page`` (a rerun still in flight
+    would overwrite what a test types next)."""
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
+        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }")
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from gptuner_core.testing.dashboard_server import CHROMIUM
 from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
 from gptuner_core.testing.dashboard_server import ROOT
 from gptuner_core.testing.dashboard_server import dashboard_server
+from gptuner_core.testing.dashboard_server import wait_idle as _idle
 
 
 pytestmark = [
@@ -42,11 +43,6 @@ def browser_page():
             browser.close()
 
 
-def _idle(page) -> None:
-    page.wait_for_function(
-        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }")
-    page.wait_for_timeout(300)
 
 
 CHART_VIEWS = ("Accuracy vs latency", "Speedup", "History", "Knob effect", "Parallel coordinates",

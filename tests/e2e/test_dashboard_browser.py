@@ -16,6 +16,7 @@ from gptuner_core.testing.dashboard_server import CHROMIUM
 from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
 from gptuner_core.testing.dashboard_server import ROOT
 from gptuner_core.testing.dashboard_server import dashboard_server
+from gptuner_core.testing.dashboard_server import wait_idle as _idle
 
 
 pytestmark = [
@@ -33,12 +34,6 @@ def _select(page, label: str, option: str) -> None:
     _idle(page)
 
 
-def _idle(page) -> None:
-    """Wait until the app's script run is over (a rerun still in flight would overwrite input)."""
-    page.wait_for_function(
-        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }")
-    page.wait_for_timeout(300)
 
 
 def test_launch_watch_and_inspect(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from gptuner_core.testing.dashboard_server import CHROMIUM
 from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
 from gptuner_core.testing.dashboard_server import ROOT
 from gptuner_core.testing.dashboard_server import dashboard_server
+from gptuner_core.testing.dashboard_server import wait_idle as _idle
 
 
 pytestmark = [
@@ -24,11 +25,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 EXAMPLE = ROOT / "examples" / "studies" / "torch_h200_profiles"
 
 
-def _idle(page) -> None:
-    page.wait_for_function(
-        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }")
-    page.wait_for_timeout(300)
 
 
 def test_explain_and_the_layer_diff_render(tmp_path: Path) -> None:
