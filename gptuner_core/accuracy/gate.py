@@ -220,13 +220,26 @@ def evaluate(
     Returns ``(AccuracyResult, passed, reason)``; ``reason`` explains every failure (structural
     problems such as a shape mismatch included) and is "" when the route passes.
     """
-    settings.check_outputs(list(golden))  # a gated name that is no output would gate nothing
-    compared = compare_outputs(outputs, golden, settings.metric, atol=settings.atol, rtol=settings.rtol)
     task_value = None
     if settings.task_metric is not None:
         task_value = task_metric_value(
             settings.task_metric, outputs, labels, output_name=settings.task_output, golden=golden
         )
+    return judge(outputs, golden, settings, reference_task_metric, task_value=task_value)
+
+
+def judge(
+    outputs: Mapping[str, Any],
+    golden: Mapping[str, Any],
+    settings: AccuracySettings,
+    reference_task_metric: float | None,
+    *,
+    task_value: float | None,
+) -> tuple[AccuracyResult, bool, str]:
+    """:func:`evaluate` with the task metric already computed (the engine computes it in the
+    candidate's own process)."""
+    settings.check_outputs(list(golden))  # a gated name that is no output would gate nothing
+    compared = compare_outputs(outputs, golden, settings.metric, atol=settings.atol, rtol=settings.rtol)
     result = AccuracyResult(
         metric=settings.metric,
         losses={name: c.loss for name, c in compared.items()},

@@ -44,24 +44,12 @@ def gate(
 ) -> GateResult:
     """Accuracy filters: losses of ``outputs`` vs ``golden`` plus the task metric the candidate's
     own process computed (``task_value``, or ``task_error`` when the metric failed there)."""
-    from gptuner_core.accuracy import check
-    from gptuner_core.accuracy import compare_outputs
+    from gptuner_core.accuracy.gate import judge
 
-    compared = compare_outputs(outputs, golden, settings.metric, atol=settings.atol, rtol=settings.rtol)
-    result = AccuracyResult(
-        metric=settings.metric,
-        losses={name: c.loss for name, c in compared.items()},
-        task_metric=task_value,
-        task_metric_name=settings.task_metric,
-    )
+    result, passed, reason = judge(outputs, golden, settings, reference_task_metric,
+                                   task_value=task_value)
     if task_error:
         return GateResult(state=CandidateState.ACCURACY_FAILED, accuracy=result, error=task_error)
-    passed, reason = check(result, settings, reference_task_metric)
-    structural = [c.reason for c in compared.values() if c.reason]
-    if structural:  # the precise cause replaces the generic "could not be compared"
-        others = [p for p in reason.split("; ") if p and "could not be compared" not in p]
-        reason = "; ".join(structural + others)
-        passed = False
     if passed:
         return GateResult(state=CandidateState.COMPLETE, accuracy=result, error=None)
     return GateResult(state=CandidateState.ACCURACY_FAILED, accuracy=result, error=reason)
