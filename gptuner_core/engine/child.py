@@ -76,7 +76,10 @@ def _task_metric(job: ChildJob, outputs: dict[str, np.ndarray]) -> dict[str, Any
 
     labels = np.load(job.labels, allow_pickle=False) if job.labels else None
     try:
-        return {"task_metric": task_metric_value(job.task_metric, outputs, labels)}
+        golden = _npz(job.golden)  # a metric that takes golden outputs gets them
+        value = task_metric_value(job.task_metric, outputs, labels, output_name=job.task_output,
+                                  golden=golden if golden is not None else outputs)
+        return {"task_metric": value}
     except GptunerError as exc:
         return {"task_error": str(exc)}
 

@@ -86,7 +86,7 @@ class IsolatedEvaluator:
             route=route, inputs=str(inputs.inputs_path),
             calibration=str(inputs.calibration_path) if inputs.calibration_path else None,
             batch_size=cfg.batch_size, measurement=dict(cfg.measurement),
-            task_metric=cfg.task_metric,
+            task_metric=cfg.task_metric, task_output=cfg.task_output,
             labels=str(inputs.labels_path) if inputs.labels_path else None,
             golden=str(ws.golden) if ws.golden.exists() else None,
             batch_axes=dict(inputs.batch_axes), profile_runs=cfg.profile_runs,

@@ -35,6 +35,7 @@ class ChildJob:
     effective_route: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
     task_metric: str | None = None
+    task_output: str | None = None
     labels: str | None = None
     golden: str | None = None
     batch_axes: dict[str, int | None] = field(default_factory=dict)

@@ -13,7 +13,8 @@ from gptuner_core.storage import open_store
 from .conftest import QUICK
 
 
-def _stateful_model(path):
+def _stateful_model(path, decoy=False):
+    """``decoy``: a first output ``z`` = -y (class scores whose top-1 is not y's)."""
     import onnx
     from onnx import TensorProto
     from onnx import helper
@@ -28,13 +29,17 @@ def _stateful_model(path):
         helper.make_node("Add", ["xy", "sr2"], ["y"], name="add"),
         helper.make_node("Mul", ["state", "two"], ["stateN"], name="mul_state"),
     ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4]),
+               helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, "?", 4])]
+    if decoy:
+        nodes.append(helper.make_node("Neg", ["y"], ["z"], name="neg"))
+        outputs.insert(0, helper.make_tensor_value_info("z", TensorProto.FLOAT, [-1, 4]))
     graph = helper.make_graph(
         nodes, "stateful",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 16]),
          helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, "?", 4]),
          helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4]),
-         helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, "?", 4])],
+        outputs,
         [w, two],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -77,3 +82,29 @@ def test_a_study_without_a_gate_says_so(tmp_path, tiny_model, tiny_dataset, caps
     assert "warning: no accuracy gate" in capsys.readouterr().err
     with open_store(tmp_path / "s", readonly=True) as store:
         assert any("no accuracy gate" in e.payload.get("gate", "") for e in store.events("warning"))
+
+
+def test_task_output_reaches_the_candidates_process(tmp_path):
+    """--task-output names the output top1 reads; the metric runs in the child, which must get it."""
+    from gptuner_core.accuracy import top1
+
+    model = _stateful_model(tmp_path / "stateful.onnx", decoy=True)
+    rng = np.random.default_rng(2)
+    ds = tmp_path / "ds.npz"
+    np.savez(ds, x=rng.normal(size=(12, 16)).astype(np.float32),
+             state=rng.normal(size=(2, 12, 4)).astype(np.float32), sr=np.array(0, np.int64),
+             labels=rng.integers(0, 4, size=12).astype(np.int64))
+    study = tmp_path / "study"
+    code = main(["tune", str(model), "--backend", "onnxruntime", "--expr",
+                 "-ort:intra_op_num_threads=[0|1]", "--dataset", str(ds), "--batch-size", "4",
+                 "--batch-axes", "state:1,sr:none", "--task-metric", "top1", "--task-output", "y",
+                 "--max-task-drop", "0.5", "--revalidate-top-k", "0", "--drift-every", "0",
+                 "--profile-runs", "0", "--max-candidates", "1", "--study", str(study), "--quiet",
+                 *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]])
+    assert code == 0
+    with open_store(study, readonly=True) as store:
+        recorded = store.candidates()[0].accuracy.task_metric
+    with np.load(study / "golden.npz") as golden, np.load(ds) as data:
+        expected = top1({"y": golden["y"]}, data["labels"], "y")
+        decoy = top1({"z": golden["z"]}, data["labels"], "z")
+    assert recorded == expected != decoy
