@@ -73,7 +73,9 @@ class TestProfileSchema:
         gemm_origins = [la.origins for la in profs[0].layers if "Gemm" in la.kind]
         assert len(gemm_origins) == 4 and sum(len(o) == 2 for o in gemm_origins) == 3
         diff = diff_profiles(*profs)
-        assert diff.delta_ms > 0 and diff.sources(), diff.summary()
+        # INT8 is faster on a CPU with VNNI and can be slower without: either way the QGemm
+        # kernels are where the time moved.
+        assert diff.significant and diff.sources(), diff.summary()
         assert all(r.op == "Gemm" and "QGemm" in r.b_kinds and r.b_precision == "INT8" for r in diff.sources())
 
 
@@ -105,11 +107,14 @@ class TestSeparation:
 
 class TestInt8Diff:
     def test_diff_names_the_quantized_conv_and_gemm_nodes_as_the_sources(self, profiles, cnn_builds):
-        """INT8 (QOperator) vs the default on cnn_digits: the speed-up comes from the quantized
-        Conv/Gemm nodes, each shown with its kernel and precision change."""
+        """INT8 (QOperator) vs the default on cnn_digits: the difference comes from the quantized
+        Conv/Gemm nodes, each shown with its kernel and precision change.
+
+        The direction depends on the CPU (INT8 wins with VNNI, CI's machines have seen it lose
+        1.48x without), so the test holds the diff to naming the right cause either way."""
         quantized = set(cnn_builds["-quant:mode=qoperator"][0].info["quantized_nodes"])
         diff = diff_profiles(profiles[""], profiles["-quant:mode=qoperator"], label_a="#0", label_b="#1")
-        assert diff.delta_ms > 0, diff.summary()
+        assert diff.significant, diff.summary()
         sources = diff.sources()
         assert sources, diff.summary()
         top = sources[0]
@@ -118,7 +123,7 @@ class TestInt8Diff:
         assert any(c.startswith("kernel Conv -> QLinearConv") for c in top.changes)
         gain = sum(r.delta_ms for r in sources)
         from_quantized = sum(r.delta_ms for r in sources if r.op in ("Conv", "Gemm") and set(r.origins) & quantized)
-        assert from_quantized >= 0.75 * gain, diff.summary()
+        assert from_quantized / gain >= 0.75, diff.summary()
         assert top.group in diff.summary()
         assert all(r.group.startswith(r.origins[0]) or r.op != "Conv" for r in sources), "anchor = the Conv"
 
