@@ -4,7 +4,8 @@ A fixed number of rounds ends many studies with intervals like [0.814, 2.358]: "
 winner" that really means "not measured enough to decide". Here rounds continue until the
 speed-up interval of every contender against the default either
 
-* lies above ``1 + min_effect``: **winner**;
+* lies above ``1 + min_effect``: **winner** (with ``plan.winner_floor``: lies above
+  ``1 + winner_floor`` with its point estimate above ``1 + min_effect``);
 * lies below ``1 + min_effect`` (inside +-min_effect, or slower): **not faster**;
 * or lies below the lower end of a route already declared winner: **outclassed** (it cannot be
   the best, so measuring it further is wasted);
@@ -186,6 +187,7 @@ def revalidate_sequential(
     alphas = dict(zip(looks, look_alphas(looks, plan.max_rounds, 1 - plan.confidence,
                                          plan.spending, len(cands)), strict=True))
     threshold = math.log(1.0 + plan.min_effect)
+    floor = threshold if plan.winner_floor is None else math.log(1.0 + plan.winner_floor)
     rng = np.random.default_rng(seed)
     t0 = clock()
     medians: dict[int, list[float | None]] = {r: [] for r in [default, *cands]}
@@ -241,7 +243,7 @@ def revalidate_sequential(
                     continue
                 iv, method, reg = evaluate(c, n, alphas[n])
                 last[c] = (iv, alphas[n], method, reg)
-                if iv.low is not None and iv.low > threshold:
+                if iv.low is not None and iv.low > floor and iv.centre > threshold:
                     status[c], decided_at[c] = "winner", n
                 elif iv.high is not None and iv.high < threshold:
                     status[c], decided_at[c] = "not_faster", n

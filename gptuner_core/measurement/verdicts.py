@@ -53,6 +53,10 @@ class SequentialPlan:
         method: ``"auto"`` (same-regime rounds with the rank interval where regimes are detected,
             else t), ``"t"``, ``"rank"`` or ``"matched"``.
         look_growth: looks at ``min_rounds`` then each x``look_growth`` rounds, and ``max_rounds``.
+        winner_floor: ``None`` (the default): a winner's whole interval lies above
+            ``1 + min_effect``. A number in ``[0, min_effect]``: a winner's interval lies above
+            ``1 + winner_floor`` *and* its point estimate above ``1 + min_effect`` ("significantly
+            faster, by an estimated more than min_effect"), the regression gate's rule (0).
         stop_at_winner: stop at the first look with a winner (the default: the question is "is a
             route faster than the default?"); ``False`` keeps measuring the undecided contenders
             until each is decided or outclassed by the winner (to be sure the winner is the best).
@@ -66,6 +70,7 @@ class SequentialPlan:
     spending: str = "pocock"
     method: str = "auto"
     look_growth: float = 1.5
+    winner_floor: float | None = None
     stop_at_winner: bool = True
 
     def __post_init__(self) -> None:
@@ -85,6 +90,13 @@ class SequentialPlan:
             msg = f"method must be one of {list(METHODS)} (got {self.method!r})"
             raise ConfigError(msg)
         look_rounds(self.min_rounds, self.max_rounds, self.look_growth)  # validates the rounds
+        floor = self.winner_floor
+        if floor is not None and not (_num(floor) and 0 <= floor <= self.min_effect):
+            msg = (
+                f"winner_floor must be None or a number from 0 to min_effect ({self.min_effect:g}) "
+                f"(got {floor!r})"
+            )
+            raise ConfigError(msg)
         if not isinstance(self.stop_at_winner, bool):
             msg = f"stop_at_winner must be true or false (got {self.stop_at_winner!r})"
             raise ConfigError(msg)
