@@ -144,8 +144,12 @@ def device_holders(study_dir: str | Path) -> tuple:
     from gptuner_core.config import StudyConfig
     from gptuner_core.device_lock import busy
     from gptuner_core.engine.sink import measuring_device
+    from gptuner_core.errors import GptunerError
     from gptuner_core.storage import open_store
 
-    with open_store(study_dir, readonly=True) as store:
-        device = measuring_device(StudyConfig.from_json(store.config()))
+    try:
+        with open_store(study_dir, readonly=True) as store:
+            device = measuring_device(StudyConfig.from_json(store.config()))
+    except GptunerError:  # a study this version cannot run: launching it says why
+        return ()
     return () if device is None else busy(device)
