@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
+
+
+if TYPE_CHECKING:
+    from gptuner_core.records.pairwise import PairwiseProgress
 
 
 class RevalidateCommand(Command):
@@ -37,9 +43,13 @@ class RevalidateCommand(Command):
         if args.max_rounds is not None and args.max_rounds < 2:
             msg = f"--max-rounds must be an integer >= 2 (got {args.max_rounds})"
             raise UsageError(msg)
+        def said(progress: PairwiseProgress) -> None:
+            if progress.phase == "waiting":  # another study measures on the device
+                print(progress.message, file=sys.stderr, flush=True)
+
         folder = Path(args.run_dir) if args.run_dir else None
         comparison = compare_candidates(args.study, args.a, args.b, max_rounds=args.max_rounds,
-                                        folder=folder)
+                                        folder=folder, on_progress=said)
         print(comparison.headline())
         print(comparison.sentence())
         return 0 if comparison.verdict in ("winner", "not_faster") else 3

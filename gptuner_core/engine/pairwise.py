@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,11 +94,13 @@ def comparison_of(result: SequentialResult, a: int, b: int) -> Comparison:
 def compare_candidates(
     study_dir: str | Path, a: int, b: int, *, max_rounds: int | None = None,
     folder: Path | None = None, lock_timeout_s: float | None = None,
+    on_progress: Callable[[PairwiseProgress], None] | None = None,
 ) -> Comparison:
     """Re-measure candidates ``a`` (the reference) and ``b`` interleaved until decided.
 
     ``folder``: the run folder (default :func:`run_dir`); ``lock_timeout_s``: give up
-    (:class:`~gptuner_core.errors.DeviceBusyError`) when the device stays busy that long.
+    (:class:`~gptuner_core.errors.DeviceBusyError`) when the device stays busy that long;
+    ``on_progress``: called with each progress record written to ``state.json``.
     """
     from gptuner_core.backends import load_backend
     from gptuner_core.device_lock import DeviceLock
@@ -123,9 +126,12 @@ def compare_candidates(
     rounds = max_rounds or max(cfg.revalidate_rounds, 2)
 
     def progress(phase: str, done: int = 0, message: str = "") -> None:
-        write_progress(folder, PairwiseProgress(
-            reference=a, candidate=b, phase=phase, rounds_done=done, max_rounds=rounds,
-            message=message, pid=os.getpid(), updated_at=time.time()))
+        record = PairwiseProgress(reference=a, candidate=b, phase=phase, rounds_done=done,
+                                  max_rounds=rounds, message=message, pid=os.getpid(),
+                                  updated_at=time.time())
+        write_progress(folder, record)
+        if on_progress is not None:
+            on_progress(record)
 
     with open_store(ws.root, readonly=True) as store:
         sha, axes = store.get_meta("inputs_sha256"), store.get_meta("batch_axes")
