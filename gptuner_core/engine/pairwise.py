@@ -69,9 +69,13 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
         if rec is None:
             msg = f"candidate #{n} is not in the study '{ws.root}'"
             raise ConfigError(msg)
-        if not rec.eligible or not rec.artifact_path or not Path(rec.artifact_path).exists():
-            msg = (f"candidate #{n} has no measurable artifact ({rec.state.value}; "
-                   f"artifact {rec.artifact_path or 'none'})")
+        if not rec.eligible:
+            msg = (f"candidate #{n} is {rec.state.value}: only candidates that built, measured "
+                   "and passed the accuracy gate can be compared")
+            raise ConfigError(msg)
+        if not rec.artifact_path or not Path(rec.artifact_path).exists():
+            msg = (f"candidate #{n} has no measurable artifact (artifact "
+                   f"{rec.artifact_path or 'none'} is gone: the study was tuned with --discard-artifacts, or the file was removed)")
             raise ConfigError(msg)
     return cfg, recs  # type: ignore[return-value]
 
