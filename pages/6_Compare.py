@@ -61,6 +61,7 @@ else:
 st.subheader("Latency")
 summary = views.candidates_frame(recs)[["number", "state", "median_ms", "ci_low_ms", "ci_high_ms",
                                         "p95_ms", "cv", "n_samples", "speedup"]]
+summary = summary.rename(columns={"speedup": "screening speedup"})  # never mistaken for the verdict
 st.dataframe(summary, hide_index=True, width="stretch")
 samples = {f"#{r.number}": r.samples_ms for r in recs if r.samples_ms}
 if samples:

@@ -90,6 +90,8 @@ def test_results(study, winner, monkeypatch):
 def test_compare(study, winner, monkeypatch):
     at = _page(study, monkeypatch, "pages/6_Compare.py")
     assert f"Study verdict: **{winner.headline()}**" in _texts(at)
+    columns = {c for d in at.dataframe for c in d.value.columns}
+    assert "screening speedup" in columns and "speedup" not in columns
 
 
 def test_output_sidecar(study, winner, tmp_path):
