@@ -1,4 +1,5 @@
-"""Compare two to four candidates: route differences, latency distributions, accuracy, layers."""
+"""Compare two to four candidates: route differences, latency distributions, "is B faster than
+A?" (interleaved re-validation in the background, stored with the study), accuracy, layers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.compare import compare_studies
 from gptuner_core.dashboard.explain import render_layer_diff
+from gptuner_core.engine import pairwise
+from gptuner_core.engine import pairwise_jobs
+from gptuner_core.errors import GptunerError
+from gptuner_core.records import Winner
+from gptuner_core.views import compare as cmp_views
 
 
 ws = widgets.page_setup("Compare", "⚖️")
@@ -37,6 +43,8 @@ if len(picked) < 2:
     st.info("Pick at least two candidates.")
     st.stop()
 recs = [r for r in (data.candidate(study, n) for n in picked) if r is not None]
+if snap.meta.get("winner"):
+    st.caption(f"Study verdict: **{Winner.from_json(snap.meta['winner']).headline()}**")
 
 st.subheader("Routes (differences highlighted)")
 routes = {f"#{r.number}": r.effective_route or r.requested_route for r in recs}
@@ -53,12 +61,79 @@ else:
 st.subheader("Latency")
 summary = views.candidates_frame(recs)[["number", "state", "median_ms", "ci_low_ms", "ci_high_ms",
                                         "p95_ms", "cv", "n_samples", "speedup"]]
+summary = summary.rename(columns={"speedup": "screening speedup"})  # never mistaken for the verdict
 st.dataframe(summary, hide_index=True, width="stretch")
 samples = {f"#{r.number}": r.samples_ms for r in recs if r.samples_ms}
 if samples:
     st.plotly_chart(views.overlaid_samples_figure(samples), key="cmp_hist")
 else:
     st.caption("None of these candidates has latency samples.")
+
+st.subheader("Is B faster than A? (interleaved re-validation)")
+by_number = {r.number: r for r in recs}
+c1, c2, c3 = st.columns(3)
+ref = c1.selectbox("A (reference)", list(by_number), index=0, format_func=labels.get,
+                   key=f"cmp_a_{study.name}")
+others = [n for n in by_number if n != ref]
+cand = c2.selectbox("B (compared with A)", others, index=0, format_func=labels.get,
+                    key=f"cmp_b_{study.name}")
+budget = int(snap.config.get("revalidate_rounds") or 4)
+choices = sorted({*cmp_views.ROUND_CHOICES, max(budget, 2)})
+rounds = c3.selectbox("Round budget", choices, index=choices.index(max(budget, 2)),
+                      key="cmp_rounds")
+st.caption(cmp_views.screening_line(by_number[ref], by_number[cand]))
+
+
+def _status() -> cmp_views.PairwiseStatus:
+    try:
+        stored = pairwise.latest_comparison(study, ref, cand)
+    except GptunerError:
+        stored = None
+    return cmp_views.pairwise_status(pairwise_jobs.latest_job(study, ref, cand), stored)
+
+
+first = _status()
+
+
+@st.fragment(run_every=1.0 if first.running else None)
+def pairwise_panel() -> None:
+    now = _status()
+    if now.running != first.running:
+        st.rerun(scope="app")
+    if now.running:
+        st.progress(now.fraction, text=now.text)
+    elif now.state == "failed":
+        st.error(f"**The last comparison failed:** {now.cause}")
+    if now.result is not None:
+        c = now.result
+        show = {"winner": st.success, "failed": st.warning}.get(c.verdict, st.info)
+        show(f"**{c.headline()}** — {c.sentence()}")
+        m = st.columns(4)
+        m[0].metric(f"Speed-up of #{c.candidate} vs #{c.reference}",
+                    "—" if c.speedup is None else f"{c.speedup:.3f}x")
+        m[1].metric(f"{round(c.confidence * 100)}% CI",
+                    f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "—")
+        m[2].metric("Rounds", f"{c.rounds}/{c.max_rounds}")
+        m[3].metric("Verdict", c.verdict.replace("_", " "))
+        st.caption(f"Method: {c.method}")
+    elif now.state == "none":
+        st.caption(f"#{cand} has not been re-validated against #{ref} yet.")
+
+
+pairwise_panel()
+busy = cmp_views.busy_warning(pairwise_jobs.device_holders(study))
+if busy and not first.running:
+    st.warning(busy)
+if st.button(f"Re-validate #{cand} vs #{ref}", key="cmp_reval", disabled=first.running,
+             help=pairwise_jobs.command(study, ref, cand, rounds)):
+    try:
+        pairwise_jobs.launch_pairwise(study, ref, cand, max_rounds=rounds)
+    except GptunerError as exc:
+        st.error(f"Could not start the comparison: {exc}")
+    else:
+        st.rerun()
+st.caption(f"Same as `{pairwise_jobs.command(study.name, ref, cand, rounds)}` (runs in the background; "
+           "leaving the page does not stop it).")
 
 st.subheader("Accuracy per output")
 acc = views.accuracy_frame(recs)

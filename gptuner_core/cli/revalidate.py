@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
+
+
+if TYPE_CHECKING:
+    from gptuner_core.records.pairwise import PairwiseProgress
 
 
 class RevalidateCommand(Command):
@@ -13,7 +20,9 @@ class RevalidateCommand(Command):
     description = (
         "Run sequential interleaved rounds for exactly candidates A (the reference) and B until\n"
         "B is decided faster, not faster, or the round budget is spent (inconclusive); the\n"
-        "result is stored with the study (Compare shows it).\n\n"
+        "result is stored with the study (Compare shows it). The study's measuring device is\n"
+        "held meanwhile: while another study measures there, this waits for it.\n\n"
+        "exit status: 0 decided, 3 inconclusive or B failed to measure, 2 bad input\n\n"
         "example:\n  gptuner revalidate runs/cnn 3 7"
     )
 
@@ -23,6 +32,9 @@ class RevalidateCommand(Command):
         parser.add_argument("b", type=int, metavar="B", help="the candidate compared with A")
         parser.add_argument("--max-rounds", type=int, metavar="N",
                             help="round budget (default: the study's --revalidate-rounds)")
+        parser.add_argument("--run-dir", metavar="DIR",
+                            help="the run's folder (measurements, state.json with its progress); "
+                                 "default STUDY/pairwise/AAAAA_BBBBB-<stamp>")
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.cli._base import UsageError
@@ -31,10 +43,13 @@ class RevalidateCommand(Command):
         if args.max_rounds is not None and args.max_rounds < 2:
             msg = f"--max-rounds must be an integer >= 2 (got {args.max_rounds})"
             raise UsageError(msg)
-        result = compare_candidates(args.study, args.a, args.b, max_rounds=args.max_rounds)
-        est = result.contender(args.b).estimate
-        ci = f" [{est.ci[0]:.3f}, {est.ci[1]:.3f}]" if est is not None and est.ci else ""
-        point = f"{est.point:.3f}x" if est is not None else "-"
-        print(f"#{args.b} vs #{args.a}: {result.verdict.value}: {point}{ci} after {result.rounds} rounds")
-        print(result.message)
-        return 0 if result.verdict.value != "inconclusive" else 3
+        def said(progress: PairwiseProgress) -> None:
+            if progress.phase == "waiting":  # another study measures on the device
+                print(progress.message, file=sys.stderr, flush=True)
+
+        folder = Path(args.run_dir) if args.run_dir else None
+        comparison = compare_candidates(args.study, args.a, args.b, max_rounds=args.max_rounds,
+                                        folder=folder, on_progress=said)
+        print(comparison.headline())
+        print(comparison.sentence())
+        return 0 if comparison.verdict in ("winner", "not_faster") else 3

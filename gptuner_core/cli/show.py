@@ -54,7 +54,7 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
 
 def print_ranking(study: str | Path, limit: int | None = None) -> None:
     meta, rows = ranking_rows(study)
-    header = ["rank", "#", "state", "median ms", "speedup", "95% CI", "accuracy", "route", "error"]
+    header = ["rank", "#", "state", "median ms", "screening speedup", "screening 95% CI", "accuracy", "route", "error"]
     shown = rows if limit is None else rows[:limit]
     widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())

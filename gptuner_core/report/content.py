@@ -41,8 +41,7 @@ def _headline(winner: Any, records: dict[int, Any]) -> str:
         return "no verdict yet (the study has not finished re-validation)"
     rec = records.get(winner.number)
     route = (rec.effective_route or rec.requested_route) if rec else "?"
-    ci = f", 95% CI [{winner.ci[0]:.3f}, {winner.ci[1]:.3f}]" if winner.ci else ""
-    return f"{winner.verdict.value}: route #{winner.number} ({route or 'default'}) at {winner.speedup:.3f}x{ci}. {winner.message}"
+    return f"{winner.headline()} — route #{winner.number} ({route or 'default'}). {winner.message}"
 
 
 def study_report(study_dir: str | Path) -> StudyReport:

@@ -37,3 +37,54 @@ def test_bad_candidates_are_one_line(tmp_path, tiny_model, tiny_dataset, capsys)
     assert main(["revalidate", str(study), "0", "5"]) == 2
     assert "candidate #5 is not in the study" in capsys.readouterr().err
     assert main(["revalidate", str(study), "0", "0"]) == 2
+
+
+def _tuned(tmp_path, tiny_model, tiny_dataset, capsys):
+    study = tmp_path / "study"
+    assert main(["tune", str(tiny_model), "--backend", FAULTY, "--expr", "-fault:call_ms=[0|40]",
+                 "--dataset", str(tiny_dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+                 "--drift-every", "0", "--study", str(study), "--quiet", "--profile-runs", "0",
+                 *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]) == 0
+    capsys.readouterr()
+    return study
+
+
+def test_run_dir_outside_the_study_is_one_line(tmp_path, tiny_model, tiny_dataset, capsys):
+    study = _tuned(tmp_path, tiny_model, tiny_dataset, capsys)
+    assert main(["revalidate", str(study), "0", "1", "--run-dir", str(tmp_path / "elsewhere")]) == 2
+    assert "the run folder must be inside the study folder" in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_killed_background_run_reads_as_failed(tmp_path, tiny_model, tiny_dataset, capsys, monkeypatch):
+    """The comparison's process dies without a word (killed): readers say 'failed', not 'running'."""
+    import os
+    import signal
+    import time
+
+    from gptuner_core.device_lock import DeviceLock
+    from gptuner_core.device_lock import measuring_devices
+    from gptuner_core.engine.pairwise_jobs import latest_job
+    from gptuner_core.engine.pairwise_jobs import launch_pairwise
+
+    study = _tuned(tmp_path, tiny_model, tiny_dataset, capsys)
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    other = DeviceLock(measuring_devices("cpu"), study="busy-study")
+    assert other.acquire(timeout=5)
+    try:
+        job = launch_pairwise(study, 0, 1, max_rounds=4)
+        deadline = time.monotonic() + 60
+        while (job := latest_job(study, 0, 1)).phase != "waiting":  # held by busy-study
+            assert time.monotonic() < deadline and job.phase != "failed", job
+            time.sleep(0.2)
+        assert job.running and "busy-study" in job.progress.message
+        os.kill(job.progress.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (job := latest_job(study, 0, 1)).running:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        other.release()
+    assert job.phase == "failed" and job.cause
+    with open_store(study, readonly=True) as store:
+        assert not store.events("pairwise")  # nothing half-stored

@@ -1,0 +1,80 @@
+"""What Compare shows for "is B faster than A?": the screening estimate (labelled as such), the
+state of a background comparison, and the stored :class:`~gptuner_core.records.pairwise.Comparison`
+(the record ``gptuner revalidate`` prints). Pure: the page only renders these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from gptuner_core.engine.pairwise_jobs import PairwiseJob
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records.pairwise import Comparison
+
+#: round budgets offered on the page (the CLI takes any integer >= 2)
+ROUND_CHOICES = (4, 6, 10, 20, 40)
+
+
+def screening_line(a: CandidateRecord, b: CandidateRecord) -> str:
+    """B against A from their screening windows (one process each): never a verdict."""
+    from gptuner_core.errors import GptunerError
+    from gptuner_core.measurement.stats import speedup
+
+    if not a.samples_ms or not b.samples_ms:
+        return f"Screening: #{b.number} vs #{a.number} has no latency samples on one side."
+    try:
+        est = speedup(a.samples_ms, b.samples_ms)
+    except GptunerError as exc:
+        return f"Screening: #{b.number} vs #{a.number}: {exc}"
+    return (f"Screening (one window each, not a verdict): #{b.number} vs #{a.number} {est}. "
+            "Processes differ more than windows do: re-validate to decide.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PairwiseStatus:
+    """The comparison panel: ``state`` (``none``, ``starting``, ``waiting``, ``measuring``,
+    ``done``, ``failed``), a progress ``text`` and ``fraction``, the failure ``cause``, and
+    ``result``, the newest stored comparison of the pair (kept when a later run failed)."""
+
+    state: str
+    running: bool
+    text: str
+    fraction: float
+    cause: str = ""
+    result: Comparison | None = None
+
+
+def pairwise_status(job: PairwiseJob | None, stored: Comparison | None) -> PairwiseStatus:
+    if job is None:
+        return PairwiseStatus(state="none" if stored is None else "done", running=False,
+                              text="" if stored is None else stored.headline(),
+                              fraction=1.0 if stored else 0.0, result=stored)
+    p = job.progress
+    pair = f"#{p.candidate} vs #{p.reference}"
+    total = p.max_rounds or 0
+    fraction = min(1.0, p.rounds_done / total) if total else 0.0
+    if p.phase == "failed":
+        return PairwiseStatus(state="failed", running=False, text=f"{pair} failed: {job.cause}",
+                              fraction=fraction, cause=job.cause, result=stored)
+    if p.phase == "done":
+        return PairwiseStatus(state="done", running=False, text=p.message or pair, fraction=1.0,
+                              result=stored)
+    if p.phase == "waiting":
+        text = f"{pair}: {p.message or 'waiting for device'}"
+    elif p.phase == "measuring":
+        text = f"{pair}: measuring, round {p.rounds_done}/{total or '?'} done"
+    else:
+        text = f"{pair}: starting…"
+    return PairwiseStatus(state=p.phase, running=job.running, text=text, fraction=fraction,
+                          result=stored)
+
+
+def busy_warning(holders: tuple) -> str:
+    """The warning before a launch onto a busy device ("" when it is free)."""
+    if not holders:
+        return ""
+    who = sorted({f"study {h.study} (pid {h.pid})" for h in holders})
+    return ("The measuring device is busy: " + "; ".join(who) + " is measuring. A comparison "
+            "started now waits for it (\"waiting for device\") and measures afterwards.")
