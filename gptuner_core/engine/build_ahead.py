@@ -4,7 +4,8 @@ Each candidate runs in a daemon thread of the coordinator as two fresh isolated 
 (``IsolatedEvaluator.evaluate(..., gate=...)``): ``build_only`` under the gate's build side (at
 most ``build_workers`` at once), then the rest of the candidate (outputs, gate, task metric,
 measurement, profile) under its measuring side: one measurement at a time, never overlapped by a
-build that touches the device (``Backend.build_uses_device``; see ``engine.device_gate``). The
+build that touches the device (``Backend.route_uses_device``, asked per route before its build;
+see ``engine.device_gate``). The
 coordinator alone writes the store (``engine.parallel``).
 """
 
@@ -39,6 +40,28 @@ def build_uses_device(backend: str, options: dict | None = None) -> bool:
         return True
 
 
+class RouteDeviceUse:
+    """Per route, whether its build touches the measuring device (``Backend.route_uses_device``,
+    asked in the coordinator before the build starts). Any failure to answer counts as touching
+    it: the safe answer never overlaps a measurement."""
+
+    def __init__(self, backend: str, options: dict | None = None) -> None:
+        from gptuner_core.backends import load_backend
+
+        try:
+            self._backend = load_backend(backend, options or {})
+        except Exception:  # noqa: BLE001 - unloadable: every build counts as using the device
+            self._backend = None
+
+    def __call__(self, route: object) -> bool:
+        if self._backend is None:
+            return True
+        try:
+            return bool(self._backend.route_uses_device(route))
+        except Exception:  # noqa: BLE001 - the safe answer
+            return True
+
+
 class BuildAheadPool:
     """``build_workers`` builds beside one measurement, for an evaluator with a build/measure
     split (``IsolatedEvaluator``); any other evaluator (a recording) has nothing to build and
@@ -47,9 +70,9 @@ class BuildAheadPool:
     def __init__(self, evaluator: Evaluator, build_workers: int, *,
                  lock: DeviceLock | None = None) -> None:
         ctx = getattr(evaluator, "ctx", None)
-        uses = build_uses_device(ctx.config.backend, dict(ctx.config.backend_options)) if ctx else False
+        self._uses = RouteDeviceUse(ctx.config.backend, dict(ctx.config.backend_options)) if ctx else None
         self.evaluator = evaluator
-        self.gate = DeviceGate(build_workers=build_workers, build_uses_device=uses, lock=lock)
+        self.gate = DeviceGate(build_workers=build_workers, build_uses_device=ctx is not None, lock=lock)
         self.split = self.builds = ctx is not None
         self.width = build_workers + 1
         self._phases: dict[int, tuple[str, str]] = {}  # number -> (route, latest phase)
@@ -58,7 +81,7 @@ class BuildAheadPool:
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None],
     ) -> Future[CandidateRecord]:
-        kw = {"gate": self.gate} if self.split else {}
+        kw = {"gate": self.gate.view(uses_device=self._uses(proposal.route))} if self._uses else {}
         route = str(proposal.route)
         self._phases[number] = (route, "queued")
 
