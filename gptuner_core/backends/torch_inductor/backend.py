@@ -233,8 +233,8 @@ class TorchInductorBackend(Backend):
         )
 
     def load(self, build: BuildResult) -> TorchRunner:
-        from gptuner_core.backends.torch_inductor.build import compiled_for
         from gptuner_core.backends.torch_inductor.model import load_model
+        from gptuner_core.backends.torch_inductor.reload import compiled_for
         from gptuner_core.backends.torch_inductor.runner import TorchRunner
 
         # another process loads from the build's caches: compile workers (PyTorch's default, one

@@ -29,11 +29,12 @@ behaviour without changing code (CUDA graphs, TF32 for cuDNN/cuBLAS library call
 ``info["runtime_config"]``, which the engine mixes into the artifact key. The full Inductor cache
 (compiled ``.so``/cubin files, FX-graph cache) stays beside it in ``inductor_cache/``.
 
-``torch.compile`` output cannot be reloaded cheaply in another process, so :func:`build` keeps the
-compiled module in a module-level cache keyed by the artifact path and :func:`compiled_for`
-returns it to ``load()`` in the same process (the engine calls ``build()`` then ``load()`` in the
-same child). In another process (re-measurement), :func:`compiled_for` recompiles the route from
-``info`` with the candidate's own cache folder, where the FX-graph cache makes that quick.
+``torch.compile`` output cannot be reloaded directly in another process, so :func:`build` keeps
+the compiled module in a module-level cache keyed by the artifact path, which
+:func:`.reload.compiled_for` returns to ``load()`` in the same process. In another process
+(building ahead measures there, and so does every re-measurement) it compiles the route again with
+the candidate's own cache folder: FX-graph and AOTAutograd cache hits. A route that runs nothing
+on a GPU while compiling is built without running (:mod:`.device_use`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from dataclasses import field
@@ -52,7 +52,6 @@ from typing import Any
 from gptuner_core.backends._base import BuildResult
 from gptuner_core.backends.torch_inductor import knobs as K
 from gptuner_core.backends.torch_inductor.device_use import Switch
-from gptuner_core.backends.torch_inductor.device_use import counters_now
 from gptuner_core.backends.torch_inductor.device_use import until_live
 from gptuner_core.backends.torch_inductor.device_use import uses_device
 from gptuner_core.backends.torch_inductor.precision import apply_precision_flags
@@ -378,56 +377,3 @@ def build(
         effective_route=effective_route(db, mode, precision, config),
         info=info,
     )
-
-
-def compiled_for(
-    build_result: BuildResult,
-    db_for: Any,
-    load_model: Any,
-    compile_threads: int,
-) -> CompiledModel:
-    """The compiled module of ``build_result``: from this process's cache, else recompiled.
-
-    ``db_for(device_type)`` gives the knob database and ``load_model(text)`` the model, so a
-    fresh process (re-measurement) can recompile the route with the candidate's cache folder.
-    """
-    import torch
-
-    from gptuner_core.routes import Route
-
-    key = str(Path(build_result.artifact).resolve())
-    if key in _COMPILED:
-        return _COMPILED[key]
-    info = build_result.info
-    missing = [k for k in ("model", "route", "device") if k not in info]
-    if missing:
-        msg = (
-            f"torch backend: artifact '{build_result.artifact}' was not built in this process and "
-            f"its build info lacks {missing} to recompile it (expected the info of build())"
-        )
-        raise BackendError(msg)
-    device = resolve_device(info["device"])
-    dev_type = torch.device(device).type
-    db = db_for(dev_type)
-    route = Route.parse(info["route"])
-    mode, precision, explicit = route_settings(db, route)
-    cache_dir = Path(info.get("inductor_cache") or Path(build_result.artifact).parent / CACHE)
-    _use_cache_dir(cache_dir)
-    apply_precision_flags(precision, dev_type)
-    t0, before = time.perf_counter(), counters_now()
-    compiled, _, _ = compile_route(
-        load_model(info["model"]),
-        explicit=explicit,
-        mode=mode,
-        precision=precision,
-        device=device,
-        compile_threads=compile_threads,
-        threads=int(info.get("threads", 0)),
-    )
-    after = counters_now()
-    compiled.load_stats = {"seconds": round(time.perf_counter() - t0, 3),
-                           **{k: after[k] - before[k] for k in after}}
-    print(f"torch backend: loaded {build_result.artifact} from its Inductor cache in "
-          f"{compiled.load_stats['seconds']} s ({compiled.load_stats})", file=sys.stderr, flush=True)
-    _COMPILED[key] = compiled
-    return compiled
