@@ -8,6 +8,7 @@ results are committed in proposal order.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -130,3 +131,25 @@ def test_pool_asks_the_backend_per_route(tmp_path):
     torch_cpu = RouteDeviceUse("torch", {"device": "cpu"})
     assert torch_cpu(Route.parse("-torch:mode=default"))  # CPU builds use the measured cores
     assert RouteDeviceUse("no-such-backend")(Route.parse("-a=b"))  # unknown: the safe answer
+
+
+def test_builds_share_the_cores_out(monkeypatch):
+    """Each build ahead gets cores / (builds + 1) Inductor compile workers, through PyTorch's own
+    variable, which the candidates' processes inherit; a value the user set is kept."""
+    from types import SimpleNamespace
+
+    from gptuner_core.engine.build_ahead import COMPILE_THREADS_ENV
+    from gptuner_core.engine.build_ahead import compile_threads_per_build
+
+    assert compile_threads_per_build(6, cores=16) == 2  # 5 builds + 1 measurement on the H200
+    assert compile_threads_per_build(3, cores=2) == 1
+    config = SimpleNamespace(backend="onnxruntime", backend_options={})
+    evaluator = SimpleNamespace(ctx=SimpleNamespace(config=config))
+    monkeypatch.delenv(COMPILE_THREADS_ENV, raising=False)
+    pool = BuildAheadPool(evaluator, 2)
+    assert os.environ[COMPILE_THREADS_ENV] == str(compile_threads_per_build(3))
+    pool.close()
+    assert COMPILE_THREADS_ENV not in os.environ
+    monkeypatch.setenv(COMPILE_THREADS_ENV, "7")
+    BuildAheadPool(evaluator, 2).close()
+    assert os.environ[COMPILE_THREADS_ENV] == "7"
