@@ -1,9 +1,10 @@
 """The torch backend when candidates are built ahead: which builds run work on the measuring
 device, and a measuring process that loads what the build compiled instead of compiling again.
 
-The build runs in this process (compile only, as on a GPU for a default-mode route); the load
-runs in a fresh interpreter, as the engine's measuring process does, and reports the Inductor
-and AOTAutograd cache counters of its compile: hits and no miss mean nothing was recompiled.
+The build runs in this process (compile only, as on a GPU for a default-mode route: Inductor's
+profiler record shows no compiled-graph call); the load runs in a fresh interpreter, as the
+engine's measuring process does, and reports the Inductor and AOTAutograd cache counters of its
+compile: hits and no miss mean nothing was recompiled.
 """
 
 from __future__ import annotations
@@ -68,15 +69,25 @@ def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
 
     backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
     loaded = load_model(MODEL)
+    x = loaded.example_inputs[0].numpy()
+    with torch.no_grad():
+        expected = loaded.module(torch.from_numpy(x)).numpy()
     route = Route.parse("-torch:precision=fp32")
-    result = B.build(loaded, backend.knob_database("cpu"), route, tmp_path / "artifact",
-                     model_text=MODEL, device="cpu", compile_threads=1, compile_only=True)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        result = B.build(loaded, backend.knob_database("cpu"), route, tmp_path / "artifact",
+                         model_text=MODEL, device="cpu", compile_only=True, compile_threads=1)
+
+    def graph_calls(p) -> list[str]:  # Inductor's own record of each compiled-graph call
+        return [e.name for e in p.events() if "Call CompiledFxGraph" in e.name]
+
+    assert graph_calls(prof) == []  # compiled, never run
     assert result.info["build_ran_model"] is False
     assert sorted(p.name for p in result.artifact.iterdir()) == ["graph_000.py"]
-    x = loaded.example_inputs[0].numpy()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with backend.load(result) as runner:  # same process: the build's module, now live
+            np.testing.assert_allclose(runner.infer({"x": x})["output"], expected, rtol=1e-4, atol=1e-4)
+    assert len(graph_calls(prof)) == 1
     np.save(tmp_path / "x.npy", x)
-    with torch.no_grad():
-        expected = loaded.module.float()(torch.from_numpy(x)).numpy()
 
     proc = subprocess.run(
         [sys.executable, "-c", LOAD, str(tmp_path / "artifact"), str(tmp_path / "x.npy"),
