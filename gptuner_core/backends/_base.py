@@ -216,6 +216,14 @@ class Backend(abc.ABC):
         """
         return None
 
+    def route_uses_device(self, route: Route) -> bool:
+        """Whether building ``route`` touches the measuring device (runs kernels or timings
+        there), asked in the parent before the build starts. Defaults to the class's
+        :attr:`build_uses_device`; override when it depends on the route (torch on a GPU: only
+        autotuning and freezing routes run work on the device while building). Building ahead
+        never overlaps such a build with a measurement on that device."""
+        return bool(self.build_uses_device)
+
     def planned_identity(self, model: Path, route: Route) -> str | None:
         """A key of the configuration ``route`` will build, computed *before* building (cheap,
         parent side), or ``None`` when the backend cannot tell. Two routes with the same key

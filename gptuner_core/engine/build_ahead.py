@@ -4,12 +4,16 @@ Each candidate runs in a daemon thread of the coordinator as two fresh isolated 
 (``IsolatedEvaluator.evaluate(..., gate=...)``): ``build_only`` under the gate's build side (at
 most ``build_workers`` at once), then the rest of the candidate (outputs, gate, task metric,
 measurement, profile) under its measuring side: one measurement at a time, never overlapped by a
-build that touches the device (``Backend.build_uses_device``; see ``engine.device_gate``). The
-coordinator alone writes the store (``engine.parallel``).
+build that touches the device (``Backend.route_uses_device``, asked per route before its build;
+see ``engine.device_gate``). The cores are shared out: each build gets cores / (builds + 1)
+Inductor compile workers (``TORCHINDUCTOR_COMPILE_THREADS``, unless set), so builds next to a
+measurement leave its CPU thread a core. The coordinator alone writes the store
+(``engine.parallel``).
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.device_gate import DeviceGate
@@ -39,6 +43,42 @@ def build_uses_device(backend: str, options: dict | None = None) -> bool:
         return True
 
 
+class RouteDeviceUse:
+    """Per route, whether its build touches the measuring device (``Backend.route_uses_device``,
+    asked in the coordinator before the build starts). Any failure to answer counts as touching
+    it: the safe answer never overlaps a measurement."""
+
+    def __init__(self, backend: str, options: dict | None = None) -> None:
+        from gptuner_core.backends import load_backend
+
+        try:
+            self._backend = load_backend(backend, options or {})
+        except Exception:  # noqa: BLE001 - unloadable: every build counts as using the device
+            self._backend = None
+
+    def __call__(self, route: object) -> bool:
+        if self._backend is None:
+            return True
+        try:
+            return bool(self._backend.route_uses_device(route))
+        except Exception:  # noqa: BLE001 - the safe answer
+            return True
+
+
+#: PyTorch's variable for Inductor's compile worker processes (read when torch is imported)
+COMPILE_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
+
+
+def compile_threads_per_build(width: int, cores: int | None = None) -> int:
+    """Inductor compile workers per build when ``width`` candidates are in flight: the cores
+    shared out, so the builds together do not take the core the measurement runs on (a small
+    model on a GPU is bound by its CPU thread launching kernels). PyTorch's default is one per
+    core for every build."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, width))
+
+
 class BuildAheadPool:
     """``build_workers`` builds beside one measurement, for an evaluator with a build/measure
     split (``IsolatedEvaluator``); any other evaluator (a recording) has nothing to build and
@@ -47,18 +87,23 @@ class BuildAheadPool:
     def __init__(self, evaluator: Evaluator, build_workers: int, *,
                  lock: DeviceLock | None = None) -> None:
         ctx = getattr(evaluator, "ctx", None)
-        uses = build_uses_device(ctx.config.backend, dict(ctx.config.backend_options)) if ctx else False
+        self._uses = RouteDeviceUse(ctx.config.backend, dict(ctx.config.backend_options)) if ctx else None
         self.evaluator = evaluator
-        self.gate = DeviceGate(build_workers=build_workers, build_uses_device=uses, lock=lock)
+        self.gate = DeviceGate(build_workers=build_workers, build_uses_device=ctx is not None, lock=lock)
         self.split = self.builds = ctx is not None
         self.width = build_workers + 1
         self._phases: dict[int, tuple[str, str]] = {}  # number -> (route, latest phase)
+        # the candidates' processes inherit it (a torch study's ``compile_threads`` option wins);
+        # compile threads change how fast a build runs, never what it generates
+        self._env_set = bool(ctx) and COMPILE_THREADS_ENV not in os.environ
+        if self._env_set:
+            os.environ[COMPILE_THREADS_ENV] = str(compile_threads_per_build(self.width))
 
     def submit(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None],
     ) -> Future[CandidateRecord]:
-        kw = {"gate": self.gate} if self.split else {}
+        kw = {"gate": self.gate.view(uses_device=self._uses(proposal.route))} if self._uses else {}
         route = str(proposal.route)
         self._phases[number] = (route, "queued")
 
@@ -82,4 +127,7 @@ class BuildAheadPool:
         return self.gate.measuring()
 
     def close(self) -> None:
-        """Nothing to release: threads end with their candidate."""
+        """Threads end with their candidate; the compile-thread setting is put back."""
+        if self._env_set:
+            os.environ.pop(COMPILE_THREADS_ENV, None)
+            self._env_set = False

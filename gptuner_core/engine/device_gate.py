@@ -8,7 +8,10 @@ CPU it is measured on) must never build while a measurement runs there:
 * such builds hold the gate *shared* (they may overlap each other), a measurement holds it
   *exclusive* (nothing else of this study runs on the device meanwhile); a waiting measurement
   stops new builds from starting, so measuring is never starved by a queue of builds;
-* a build that does not touch the device only takes a build slot;
+* a build that does not touch the device only takes a build slot. Whether a build touches it
+  is asked per route (``Backend.route_uses_device``: torch on a GPU compiles a default-mode route
+  on the CPU, but max-autotune benchmarks kernels on the device): :meth:`DeviceGate.view` gives
+  the candidate a gate that answers for its own build;
 * ``lock`` (a :class:`gptuner_core.device_lock.DeviceLock`) is held around every measurement, so
   another study's measurement never overlaps this one's either.
 """
@@ -27,6 +30,9 @@ if TYPE_CHECKING:
 
 
 class DeviceGate:
+    """Build slots and the measuring device of one study; ``build_uses_device`` is the answer
+    for builds that do not say (:meth:`building` without an argument)."""
+
     def __init__(self, *, build_workers: int, build_uses_device: bool,
                  lock: DeviceLock | None = None) -> None:
         self.build_workers = max(1, int(build_workers))
@@ -40,10 +46,15 @@ class DeviceGate:
         #: the most builds that ran at once (the log and tests)
         self.max_builders = 0
 
+    def view(self, *, uses_device: bool) -> GateView:
+        """This gate, for one candidate whose build does (not) touch the device."""
+        return GateView(self, uses_device=uses_device)
+
     @contextlib.contextmanager
-    def building(self) -> Iterator[None]:
+    def building(self, uses_device: bool | None = None) -> Iterator[None]:
+        uses = self.build_uses_device if uses_device is None else bool(uses_device)
         with self._slots:
-            if not self.build_uses_device:
+            if not uses:
                 yield
                 return
             with self._cond:
@@ -62,8 +73,7 @@ class DeviceGate:
         with self._cond:
             self._measurers_waiting += 1
             try:
-                self._cond.wait_for(lambda: not self._measuring and (
-                    not self.build_uses_device or self._builders == 0))
+                self._cond.wait_for(lambda: not self._measuring and self._builders == 0)
             finally:
                 self._measurers_waiting -= 1
             self._measuring = True
@@ -77,3 +87,16 @@ class DeviceGate:
             with self._cond:
                 self._measuring = False
                 self._cond.notify_all()
+
+
+class GateView:
+    """A :class:`DeviceGate` as one candidate sees it: ``building()`` answers for its build."""
+
+    def __init__(self, gate: DeviceGate, *, uses_device: bool) -> None:
+        self.gate, self.uses_device = gate, uses_device
+
+    def building(self) -> contextlib.AbstractContextManager[None]:
+        return self.gate.building(self.uses_device)
+
+    def measuring(self) -> contextlib.AbstractContextManager[None]:
+        return self.gate.measuring()

@@ -8,6 +8,7 @@ results are committed in proposal order.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -82,3 +83,73 @@ def test_ray_without_ray_is_one_clear_line(monkeypatch):
     with pytest.raises(ConfigError, match=r"--ray auto needs Ray, which is not installed: pip install 'gptuner\[ray\]'"):
         ScaleOut(ray="auto", workers=2).validated()
 
+
+
+def test_gate_overlaps_only_device_free_builds_with_a_measurement():
+    """A build that runs nothing on the device (torch on a GPU, default mode) goes on while a
+    candidate is measured; one that does (max-autotune) waits until the measurement is over, and
+    a measurement waits for it. Real threads, ordered by events (no timing)."""
+    import threading
+
+    from gptuner_core.engine.device_gate import DeviceGate
+
+    gate = DeviceGate(build_workers=2, build_uses_device=True)
+    measuring, release = threading.Event(), threading.Event()
+    free_in, device_in = threading.Event(), threading.Event()
+
+    def measure() -> None:
+        with gate.measuring():
+            measuring.set()
+            release.wait(10)
+
+    def build(view, entered) -> None:
+        with view.building():
+            entered.set()
+
+    m = threading.Thread(target=measure)
+    m.start()
+    assert measuring.wait(10)
+    free = threading.Thread(target=build, args=(gate.view(uses_device=False), free_in))
+    device = threading.Thread(target=build, args=(gate.view(uses_device=True), device_in))
+    free.start()
+    device.start()
+    assert free_in.wait(10), "a device-free build waited for the measurement"
+    free.join(10)
+    assert not device_in.is_set()  # still measuring: the device build has not started
+    release.set()
+    m.join(10)
+    assert device_in.wait(10)
+    device.join(10)
+    assert gate.max_builders == 1  # only the device build counted against measurements
+
+
+def test_pool_asks_the_backend_per_route(tmp_path):
+    """BuildAheadPool hands each candidate a gate that answers for its own route."""
+    from gptuner_core.engine.build_ahead import RouteDeviceUse
+    from gptuner_core.routes import Route
+
+    torch_cpu = RouteDeviceUse("torch", {"device": "cpu"})
+    assert torch_cpu(Route.parse("-torch:mode=default"))  # CPU builds use the measured cores
+    assert RouteDeviceUse("no-such-backend")(Route.parse("-a=b"))  # unknown: the safe answer
+
+
+def test_builds_share_the_cores_out(monkeypatch):
+    """Each build ahead gets cores / (builds + 1) Inductor compile workers, through PyTorch's own
+    variable, which the candidates' processes inherit; a value the user set is kept."""
+    from types import SimpleNamespace
+
+    from gptuner_core.engine.build_ahead import COMPILE_THREADS_ENV
+    from gptuner_core.engine.build_ahead import compile_threads_per_build
+
+    assert compile_threads_per_build(6, cores=16) == 2  # 5 builds + 1 measurement on the H200
+    assert compile_threads_per_build(3, cores=2) == 1
+    config = SimpleNamespace(backend="onnxruntime", backend_options={})
+    evaluator = SimpleNamespace(ctx=SimpleNamespace(config=config))
+    monkeypatch.delenv(COMPILE_THREADS_ENV, raising=False)
+    pool = BuildAheadPool(evaluator, 2)
+    assert os.environ[COMPILE_THREADS_ENV] == str(compile_threads_per_build(3))
+    pool.close()
+    assert COMPILE_THREADS_ENV not in os.environ
+    monkeypatch.setenv(COMPILE_THREADS_ENV, "7")
+    BuildAheadPool(evaluator, 2).close()
+    assert os.environ[COMPILE_THREADS_ENV] == "7"

@@ -7,8 +7,12 @@ the build and its artifact, :mod:`.runner` for running and timing.
 .. note::
    :meth:`TorchInductorBackend.build` keeps the compiled module in a module-level cache keyed by
    the artifact path; :meth:`TorchInductorBackend.load` in the same process reuses it. In another
-   process, ``load`` recompiles the route from the build info using the candidate's own Inductor
-   cache (FX-graph cache hits), because ``torch.compile`` output cannot be reloaded directly.
+   process (building ahead measures in a second process), ``load`` compiles the route again from
+   the build info with the candidate's own Inductor cache: FX-graph and AOTAutograd cache hits,
+   kernels loaded, not generated (``torch.compile`` output cannot be reloaded directly). It
+   prints the seconds and cache counters of that load to the candidate's log.
+   :meth:`TorchInductorBackend.route_uses_device` tells the gate which builds run work on the
+   GPU (see :mod:`.device_use`).
 """
 
 from __future__ import annotations
@@ -185,6 +189,20 @@ class TorchInductorBackend(Backend):
             env["threads"] = str(self.options["threads"] or torch.get_num_threads())
         return env
 
+    def route_uses_device(self, route: Route) -> bool:
+        """On the CPU always; on a GPU only for routes that benchmark or compute on the device
+        while compiling (autotuning, freezing: ``device_use.DEVICE_OPTIONS``); the others compile
+        without running (see :mod:`.device_use`)."""
+        import torch
+
+        from gptuner_core.backends.torch_inductor import build as B
+        from gptuner_core.backends.torch_inductor import knobs as K
+        from gptuner_core.backends.torch_inductor.device_use import uses_device
+
+        dev_type = torch.device(self.device()).type
+        mode, _, explicit = B.route_settings(self.knob_database(dev_type), route)
+        return uses_device(dev_type, K.inductor_options(explicit, mode))
+
     # -- child side ------------------------------------------------------------------------------
     def build(
         self,
@@ -215,12 +233,14 @@ class TorchInductorBackend(Backend):
         )
 
     def load(self, build: BuildResult) -> TorchRunner:
-        from gptuner_core.backends.torch_inductor.build import compiled_for
         from gptuner_core.backends.torch_inductor.model import load_model
+        from gptuner_core.backends.torch_inductor.reload import compiled_for
         from gptuner_core.backends.torch_inductor.runner import TorchRunner
 
+        # another process loads from the build's caches: compile workers (PyTorch's default, one
+        # per core) would only start up beside the measurement
         compiled = compiled_for(
-            build, self.knob_database, load_model, int(self.options["compile_threads"])
+            build, self.knob_database, load_model, int(self.options["compile_threads"]) or 1
         )
         return TorchRunner(compiled)
 

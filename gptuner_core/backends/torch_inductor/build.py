@@ -29,11 +29,12 @@ behaviour without changing code (CUDA graphs, TF32 for cuDNN/cuBLAS library call
 ``info["runtime_config"]``, which the engine mixes into the artifact key. The full Inductor cache
 (compiled ``.so``/cubin files, FX-graph cache) stays beside it in ``inductor_cache/``.
 
-``torch.compile`` output cannot be reloaded cheaply in another process, so :func:`build` keeps the
-compiled module in a module-level cache keyed by the artifact path and :func:`compiled_for`
-returns it to ``load()`` in the same process (the engine calls ``build()`` then ``load()`` in the
-same child). In another process (re-measurement), :func:`compiled_for` recompiles the route from
-``info`` with the candidate's own cache folder, where the FX-graph cache makes that quick.
+``torch.compile`` output cannot be reloaded directly in another process, so :func:`build` keeps
+the compiled module in a module-level cache keyed by the artifact path, which
+:func:`.reload.compiled_for` returns to ``load()`` in the same process. In another process
+(building ahead measures there, and so does every re-measurement) it compiles the route again with
+the candidate's own cache folder: FX-graph and AOTAutograd cache hits. A route that runs nothing
+on a GPU while compiling is built without running (:mod:`.device_use`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ from typing import Any
 
 from gptuner_core.backends._base import BuildResult
 from gptuner_core.backends.torch_inductor import knobs as K
+from gptuner_core.backends.torch_inductor.device_use import Switch
+from gptuner_core.backends.torch_inductor.device_use import until_live
+from gptuner_core.backends.torch_inductor.device_use import uses_device
 from gptuner_core.backends.torch_inductor.precision import apply_precision_flags
 from gptuner_core.errors import BackendError
 
@@ -83,6 +87,12 @@ class CompiledModel:
     options: dict[str, Any] = field(default_factory=dict)
     compiled_shapes: set[tuple[tuple[int, ...], ...]] = field(default_factory=set)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
+    #: ``live`` False: the compiled graphs return uninitialised outputs instead of running
+    #: (a compile-only build); :func:`build` turns it on before anyone runs the module
+    switch: Switch = field(default_factory=lambda: Switch(live=True))
+    #: how :func:`compiled_for` got the module in another process: seconds and the Inductor /
+    #: AOTAutograd cache counters of that compile (hits mean nothing was recompiled)
+    load_stats: dict[str, Any] = field(default_factory=dict)
 
 
 #: artifact path (resolved, as str) -> compiled module of this process.
@@ -138,7 +148,7 @@ def normalize_code(code: str, replacements: dict[str, str]) -> str:
 
 def _cast_inputs(loaded: LoadedModel, device: Any, dtype: Any) -> tuple[Any, ...]:
     return tuple(
-        t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
+        (t.to(dtype=dtype) if t.is_floating_point() else t).to(device=device)
         for t in loaded.example_inputs
     )
 
@@ -160,12 +170,14 @@ def compile_route(
     compile_threads: int,
     threads: int = 0,
     capture: list[str] | None = None,
+    run: bool = True,
 ) -> tuple[CompiledModel, Any, float]:
     """Compile and run once; return ``(compiled, first outputs, compile seconds)``.
 
     ``explicit`` holds the ``-inductor:*`` knobs the route names. ``capture`` receives the
     generated wrapper code of each graph. ``threads`` > 0 sets the CPU intra-op thread count
-    before compiling (Inductor bakes it into the C++ kernels' OpenMP pragmas).
+    before compiling (Inductor bakes it into the C++ kernels' OpenMP pragmas). ``run`` False
+    compiles without running: the first call returns empty outputs (``compiled.switch``).
     """
     import torch
     from torch._inductor import config as inductor_config
@@ -182,16 +194,17 @@ def compile_route(
     if compile_threads > 0:
         options["compile_threads"] = compile_threads
     snapshots: list[dict[str, Any]] = []
+    switch = Switch(live=run)
 
     def backend(gm: Any, example_inputs: Any) -> Any:
         with inductor_config.patch(options):
             snapshots.append(K.read_back(dev.type))
-            return compile_fx(gm, example_inputs)
+            compiled_graph = compile_fx(gm, example_inputs)
+        return compiled_graph if run else until_live(compiled_graph, gm, switch)
 
-    try:
-        module = loaded.module.to(device=dev)
-        if dtype != torch.float32:
-            module = module.to(dtype=dtype)
+    try:  # cast on the host, then copy: no conversion kernel runs on the device
+        module = loaded.module if dtype == torch.float32 else loaded.module.to(dtype=dtype)
+        module = module.to(device=dev)
         inputs = _cast_inputs(loaded, dev, dtype)
     except Exception as exc:
         msg = f"torch backend: cannot move the model to {device} as {precision} ({type(exc).__name__}: {exc})"
@@ -234,8 +247,10 @@ def compile_route(
         cudagraphs=bool(effective.get("triton.cudagraphs", False)),
         options=options,
         snapshots=snapshots,
+        switch=switch,
     )
-    compiled.compiled_shapes.add(compiled.example_shapes)
+    if run:
+        compiled.compiled_shapes.add(compiled.example_shapes)
     return compiled, out, compile_s
 
 
@@ -271,8 +286,12 @@ def build(
     device: str,
     compile_threads: int,
     threads: int = 0,
+    compile_only: bool | None = None,
 ) -> BuildResult:
-    """Compile ``route`` into ``workdir`` and cache the compiled module for :func:`compiled_for`."""
+    """Compile ``route`` into ``workdir`` and cache the compiled module for :func:`compiled_for`.
+
+    ``compile_only``: compile without running the model (``None``: when the route runs nothing
+    on the device while compiling, :func:`device_use.uses_device`)."""
     import torch
     from torch._dynamo.utils import counters
 
@@ -289,6 +308,9 @@ def build(
     flags = apply_precision_flags(precision, dev_type)
     skips_before = int(counters["inductor"]["cudagraph_skips"])
     codes: list[str] = []
+    options = K.inductor_options(explicit, mode)
+    on_device = uses_device(dev_type, options)
+    dry = not on_device if compile_only is None else compile_only
     compiled, _, compile_s = compile_route(
         loaded,
         explicit=explicit,
@@ -298,7 +320,9 @@ def build(
         compile_threads=compile_threads,
         threads=threads,
         capture=codes,
+        run=not dry,
     )
+    compiled.switch.live = True  # this process may run it now (load() after build())
     if not codes:
         msg = (
             f"torch backend: torch.compile produced no Inductor graph for '{model_text}' "
@@ -324,6 +348,8 @@ def build(
         "device": device,
         "torch_version": torch.__version__,
         "compile_time_s": round(compile_s, 4),
+        "build_uses_device": on_device,
+        "build_ran_model": not dry,
         "graphs": len(codes),
         "recompiles": max(0, len(compiled.snapshots) - 1),
         "mode": mode,
@@ -351,50 +377,3 @@ def build(
         effective_route=effective_route(db, mode, precision, config),
         info=info,
     )
-
-
-def compiled_for(
-    build_result: BuildResult,
-    db_for: Any,
-    load_model: Any,
-    compile_threads: int,
-) -> CompiledModel:
-    """The compiled module of ``build_result``: from this process's cache, else recompiled.
-
-    ``db_for(device_type)`` gives the knob database and ``load_model(text)`` the model, so a
-    fresh process (re-measurement) can recompile the route with the candidate's cache folder.
-    """
-    import torch
-
-    from gptuner_core.routes import Route
-
-    key = str(Path(build_result.artifact).resolve())
-    if key in _COMPILED:
-        return _COMPILED[key]
-    info = build_result.info
-    missing = [k for k in ("model", "route", "device") if k not in info]
-    if missing:
-        msg = (
-            f"torch backend: artifact '{build_result.artifact}' was not built in this process and "
-            f"its build info lacks {missing} to recompile it (expected the info of build())"
-        )
-        raise BackendError(msg)
-    device = resolve_device(info["device"])
-    dev_type = torch.device(device).type
-    db = db_for(dev_type)
-    route = Route.parse(info["route"])
-    mode, precision, explicit = route_settings(db, route)
-    cache_dir = Path(info.get("inductor_cache") or Path(build_result.artifact).parent / CACHE)
-    _use_cache_dir(cache_dir)
-    apply_precision_flags(precision, dev_type)
-    compiled, _, _ = compile_route(
-        load_model(info["model"]),
-        explicit=explicit,
-        mode=mode,
-        precision=precision,
-        device=device,
-        compile_threads=compile_threads,
-        threads=int(info.get("threads", 0)),
-    )
-    _COMPILED[key] = compiled
-    return compiled

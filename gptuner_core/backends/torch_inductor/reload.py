@@ -1,0 +1,85 @@
+"""The compiled module of a built artifact, in the process that built it or in another one.
+
+The engine measures a candidate in the process that built it (one candidate at a time) or in a
+second process (building ahead; re-measurements). In the second case :func:`compiled_for`
+compiles the route again with the candidate's own Inductor/Triton caches, so Dynamo traces the
+model once more but Inductor generates and compiles nothing: the FX-graph and AOTAutograd caches
+hit (where PyTorch can cache the graph: not with ``freezing`` on the CPU, whose mkldnn weights it
+cannot pickle; there the compiled C++ kernels are still reused). It runs with one compile thread
+(nothing is left to compile, and a pool of compile workers would only start up beside the
+measurement) unless the study set ``compile_threads``, and writes the seconds and cache counters
+of that load to the candidate's log (``CompiledModel.load_stats``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gptuner_core.backends._base import BuildResult
+from gptuner_core.backends.torch_inductor.build import _COMPILED
+from gptuner_core.backends.torch_inductor.build import CACHE
+from gptuner_core.backends.torch_inductor.build import CompiledModel
+from gptuner_core.backends.torch_inductor.build import _use_cache_dir
+from gptuner_core.backends.torch_inductor.build import compile_route
+from gptuner_core.backends.torch_inductor.build import resolve_device
+from gptuner_core.backends.torch_inductor.build import route_settings
+from gptuner_core.backends.torch_inductor.device_use import counters_now
+from gptuner_core.backends.torch_inductor.precision import apply_precision_flags
+from gptuner_core.errors import BackendError
+
+
+def compiled_for(
+    build_result: BuildResult,
+    db_for: Any,
+    load_model: Any,
+    compile_threads: int,
+) -> CompiledModel:
+    """The compiled module of ``build_result``: from this process's cache, else recompiled.
+
+    ``db_for(device_type)`` gives the knob database and ``load_model(text)`` the model, so a
+    fresh process (re-measurement) can recompile the route with the candidate's cache folder.
+    """
+    import torch
+
+    from gptuner_core.routes import Route
+
+    key = str(Path(build_result.artifact).resolve())
+    if key in _COMPILED:
+        return _COMPILED[key]
+    info = build_result.info
+    missing = [k for k in ("model", "route", "device") if k not in info]
+    if missing:
+        msg = (
+            f"torch backend: artifact '{build_result.artifact}' was not built in this process and "
+            f"its build info lacks {missing} to recompile it (expected the info of build())"
+        )
+        raise BackendError(msg)
+    device = resolve_device(info["device"])
+    dev_type = torch.device(device).type
+    db = db_for(dev_type)
+    route = Route.parse(info["route"])
+    mode, precision, explicit = route_settings(db, route)
+    cache_dir = Path(info.get("inductor_cache") or Path(build_result.artifact).parent / CACHE)
+    _use_cache_dir(cache_dir)
+    apply_precision_flags(precision, dev_type)
+    t0, before = time.perf_counter(), counters_now()
+    compiled, _, _ = compile_route(
+        load_model(info["model"]),
+        explicit=explicit,
+        mode=mode,
+        precision=precision,
+        device=device,
+        compile_threads=compile_threads,
+        threads=int(info.get("threads", 0)),
+    )
+    after = counters_now()
+    compiled.load_stats = {"seconds": round(time.perf_counter() - t0, 3),
+                           **{k: after[k] - before[k] for k in after}}
+    print(f"torch backend: loaded {build_result.artifact} from its Inductor cache in "
+          f"{compiled.load_stats['seconds']} s ({json.dumps(compiled.load_stats)})", file=sys.stderr, flush=True)
+    _COMPILED[key] = compiled
+    return compiled

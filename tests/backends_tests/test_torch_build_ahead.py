@@ -1,0 +1,102 @@
+"""The torch backend when candidates are built ahead: which builds run work on the measuring
+device, and a measuring process that loads what the build compiled instead of compiling again.
+
+The build runs in this process (compile only, as on a GPU for a default-mode route: Inductor's
+profiler record shows no compiled-graph call); the load runs in a fresh interpreter, as the
+engine's measuring process does, and reports the Inductor and AOTAutograd cache counters of its
+compile: hits and no miss mean nothing was recompiled.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = f"{REPO / 'assets/torch_digits_cnn.py'}:factory"
+
+LOAD = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+from gptuner_core.backends import BuildResult, load_backend
+workdir = Path(sys.argv[1])
+info = json.loads((workdir / "build.json").read_text())
+backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
+build = BuildResult(artifact=workdir / "generated", effective_route=info["route"], info=info)
+with backend.load(build) as runner:
+    out = runner.infer({"x": np.load(sys.argv[2])})
+    np.save(sys.argv[3], out["output"])
+    print(json.dumps(runner.compiled.load_stats))
+"""
+
+
+def test_route_uses_device_per_route():
+    from torch._inductor import list_mode_options
+
+    from gptuner_core.backends import load_backend
+    from gptuner_core.backends.torch_inductor.device_use import uses_device
+    from gptuner_core.routes import Route
+
+    assert not uses_device("cuda", {})  # default mode: compiled on the CPU, nothing run
+    assert not uses_device("cuda", dict(list_mode_options("reduce-overhead")))  # graphs at run
+    assert uses_device("cuda", dict(list_mode_options("max-autotune-no-cudagraphs")))
+    assert uses_device("cuda", {"freezing": True})  # constant folding on the device's weights
+    assert uses_device("cuda", {"coordinate_descent_tuning": True})
+    assert uses_device("cpu", {})  # the C++ compile runs on the cores that are measured
+    cpu = load_backend("torch", {"device": "cpu"})
+    assert cpu.route_uses_device(Route.parse("-torch:mode=default"))
+    onnx = load_backend("onnxruntime", {})
+    assert onnx.route_uses_device(Route.parse("-quant:mode=off"))  # the class's answer
+
+
+@pytest.mark.slow
+def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
+    import torch
+
+    from gptuner_core.backends import load_backend
+    from gptuner_core.backends.torch_inductor import build as B
+    from gptuner_core.backends.torch_inductor.model import load_model
+    from gptuner_core.routes import Route
+
+    backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
+    loaded = load_model(MODEL)
+    x = loaded.example_inputs[0].numpy()
+    with torch.no_grad():
+        expected = loaded.module(torch.from_numpy(x)).numpy()
+    route = Route.parse("-torch:precision=fp32")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        result = B.build(loaded, backend.knob_database("cpu"), route, tmp_path / "artifact",
+                         model_text=MODEL, device="cpu", compile_only=True, compile_threads=1)
+
+    def graph_calls(p) -> list[str]:  # Inductor's own record of each compiled-graph call
+        return [e.name for e in p.events() if "Call CompiledFxGraph" in e.name]
+
+    assert graph_calls(prof) == []  # compiled, never run
+    assert result.info["build_ran_model"] is False
+    assert sorted(p.name for p in result.artifact.iterdir()) == ["graph_000.py"]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with backend.load(result) as runner:  # same process: the build's module, now live
+            np.testing.assert_allclose(runner.infer({"x": x})["output"], expected, rtol=1e-4, atol=1e-4)
+    assert len(graph_calls(prof)) == 1
+    np.save(tmp_path / "x.npy", x)
+
+    proc = subprocess.run(
+        [sys.executable, "-c", LOAD, str(tmp_path / "artifact"), str(tmp_path / "x.npy"),
+         str(tmp_path / "y.npy")],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert stats["fxgraph_cache_hit"] >= 1 and stats["fxgraph_cache_miss"] == 0, stats
+    assert stats["autograd_cache_hit"] >= 1 and stats["autograd_cache_miss"] == 0, stats
+    assert "loaded" in proc.stderr and "from its Inductor cache" in proc.stderr  # the candidate's log
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, rtol=1e-4, atol=1e-4)
