@@ -179,7 +179,8 @@ def parse_events(
                 seen[name] = index + 1
                 srcs = sources.get(name, [])
                 listed = srcs[index] if index < len(srcs) else ()
-                origin = modules.resolve(name, listed) if modules is not None else listed
+                # nodes the table does not know (another trace) keep the names Inductor listed
+                origin = (modules.resolve(name, listed) if modules is not None else ()) or listed
                 inductor = "cpp_fused" in name or "triton_" in name
                 add(f"{name}#{index}", "inductor kernel" if inductor else name, i,
                     float(e.cpu_time_total) / 1000.0, origin,

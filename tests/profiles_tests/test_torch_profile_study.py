@@ -149,4 +149,4 @@ def test_explain_page_renders_the_torch_layer_diff(study, monkeypatch):
     groups = set(diff.iloc[:, 0])
     assert {f"{c} (+2)" for c in CONVS} | set(LINEARS) <= groups, groups
     prof = next(f for f in frames if "share" in f.columns and "kind" in f.columns)
-    assert "mkldnn::_convolution_pointwise" in set(prof["kind"])
+    assert "features.0, features.1, features.2" in set(prof["onnx_origin"]), prof
