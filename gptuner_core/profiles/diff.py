@@ -19,6 +19,7 @@ total is the sum of its groups' times, so rows and totals always agree.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -184,6 +185,11 @@ def _precision(layers: list[LayerTime]) -> str:
     return "/".join(dict.fromkeys(la.precision for la in compute if la.precision))
 
 
+def _generated(layers: list[LayerTime]) -> set[str]:
+    """The generated kernels of a group, without Inductor's ordinal (``cpp_fused_relu_3``)."""
+    return {re.sub(r"_\d+$", "", k) for la in layers for k in la.kernels}
+
+
 def _changes(a: list[LayerTime], b: list[LayerTime], pa: str, pb: str) -> tuple[str, ...]:
     if not a:
         return ("only in B",)
@@ -195,6 +201,9 @@ def _changes(a: list[LayerTime], b: list[LayerTime], pa: str, pb: str) -> tuple[
         out.append(f"kernel {'+'.join(ka)} -> {'+'.join(kb)}")
     if pa != pb:
         out.append(f"precision {pa or '?'} -> {pb or '?'}")
+    ga, gb = _generated(a), _generated(b)
+    if ga != gb:
+        out.append(f"generated kernels {'+'.join(sorted(ga - gb)) or '-'} -> {'+'.join(sorted(gb - ga)) or '-'}")
     fa = max((len(la.origins) for la in a), default=0)
     fb = max((len(la.origins) for la in b), default=0)
     if fa > 1 and fb <= 1:

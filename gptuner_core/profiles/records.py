@@ -38,6 +38,8 @@ class LayerTime:
         calls: calls of this layer per inference.
         origins: ONNX node names of the user's model this layer computes (empty: unknown).
         detail: provider, tactic or source module (free text).
+        kernels: generated kernels whose time the layer holds when the backend cannot time
+            them one by one (torch on the CPU: the compiled graph's C++ kernels).
     """
 
     name: str
@@ -48,6 +50,7 @@ class LayerTime:
     calls: int = 1
     origins: tuple[str, ...] = ()
     detail: str = ""
+    kernels: tuple[str, ...] = ()
 
     @property
     def fused(self) -> bool:
@@ -58,6 +61,7 @@ class LayerTime:
         data = dataclasses.asdict(self)
         data["run_ms"] = [round(v, 6) for v in self.run_ms]
         data["origins"] = list(self.origins)
+        data["kernels"] = list(self.kernels)
         return data
 
     @classmethod
@@ -66,6 +70,7 @@ class LayerTime:
         kw = {k: v for k, v in data.items() if k in names}
         kw["run_ms"] = tuple(float(v) for v in kw.get("run_ms") or ())
         kw["origins"] = tuple(str(v) for v in kw.get("origins") or ())
+        kw["kernels"] = tuple(str(v) for v in kw.get("kernels") or ())
         return cls(**kw)
 
 

@@ -11,14 +11,17 @@ Layers:
   device time;
 * on the CPU, every op called directly by the compiled graph (extern kernels such as
   ``aten::convolution``/``aten::addmm``, or ``mkldnn::_convolution_pointwise`` after freezing),
-  one layer per call position; the generated C++ kernels
+  one layer per call position (named ``op#k``, kind = the op); the generated C++ kernels
   run inside the graph's own frame unless Inductor was compiled with
-  ``cpp.enable_kernel_profile``, so their time is the graph's self time, one layer named after the
-  kernels it contains.
+  ``cpp.enable_kernel_profile``, so their time is the graph's self time: one layer named
+  ``inductor generated kernels`` in every route (so two routes align on it), the kernels it
+  contains in its ``kernels``.
 
 :func:`kernel_sources` reads Inductor's generated code (the candidate's artifact) for the
-``# Topologically Sorted Source Nodes: [...]`` comments, mapping kernel calls to the source FX
-nodes (module names) they compute; those become the layers' ``origins``.
+``# Topologically Sorted Source Nodes: [...]`` comments, mapping kernel calls to the FX nodes of
+Dynamo's graph they compute; :mod:`gptuner_core.profiles.torch_modules` resolves those to the
+modules of the user's model (``features.0``), the layers' ``origins``, and the profile's
+``origin_ops`` give each module's class (``Conv2d``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from gptuner_core.profiles.records import LayerTime
 if TYPE_CHECKING:
     import numpy as np
 
+    from gptuner_core.profiles.torch_modules import ModuleTable
+
 SOURCE = "torch.profiler (after measurement)"
 _RUN = "gptuner.run."
 _GRAPH = "## Call CompiledFxGraph"
@@ -45,6 +50,8 @@ _CALL = re.compile(
 )
 _KERNEL_DEF = re.compile(r"^(\w+)\s*=\s*async_compile\.(cpp_pybinding|cpp|triton)\(", re.M)
 _PRECISION = {"float32": "FP32", "float16": "FP16", "bfloat16": "BF16", "float64": "FP64"}
+#: the one CPU layer holding the generated C++ kernels (the compiled graph's self time)
+GENERATED = "inductor generated kernels"
 
 
 def kernel_sources(generated: str | Path) -> dict[str, list[tuple[str, ...]]]:
@@ -109,8 +116,14 @@ def parse_events(
     precision: str = "",
     sources: dict[str, list[tuple[str, ...]]] | None = None,
     kernels: list[str] | None = None,
+    modules: ModuleTable | None = None,
+    notes: tuple[str, ...] = (),
 ) -> LayerProfile:
-    """A :class:`LayerProfile` from ``torch.profiler`` function events (``prof.events()``)."""
+    """A :class:`LayerProfile` from ``torch.profiler`` function events (``prof.events()``).
+
+    ``sources``/``kernels`` come from the generated code; ``modules`` (Dynamo's graph) maps the
+    listed FX nodes to module paths; without it the origins are the FX node names as listed.
+    """
     sources = sources or {}
     # on CUDA each record_function range appears twice (the CPU range and its device-side copy,
     # which has no children): count the CPU ranges only, or every other run reads as 0 ms
@@ -126,19 +139,24 @@ def parse_events(
     kinds: dict[str, str] = {}
     origins: dict[str, tuple[str, ...]] = {}
 
-    def add(name: str, kind: str, run: int, ms: float, origin: tuple[str, ...] = ()) -> None:
+    details: dict[str, str] = {}
+
+    generated: dict[str, tuple[str, ...]] = {}
+
+    def add(name: str, kind: str, run: int, ms: float, origin: tuple[str, ...] = (), detail: str = device) -> None:
         if name not in per_run:
             per_run[name] = [0.0] * n
             kinds[name] = kind
             origins[name] = origin
+            details[name] = detail
         per_run[name][run] += ms
 
-    def descendants(e: Any) -> list[Any]:
-        out, stack = [], list(e.cpu_children)
+    def descendants(e: Any) -> list[Any]:  # depth first, in call order
+        out, stack = [], list(reversed(e.cpu_children))
         while stack:
             x = stack.pop()
             out.append(x)
-            stack.extend(x.cpu_children)
+            stack.extend(reversed(x.cpu_children))
         return out
 
     cuda = device.startswith("cuda")
@@ -152,32 +170,38 @@ def parse_events(
             parent = e.cpu_parent
             if str(e.name).startswith(_GRAPH):
                 extern = sum(float(c.cpu_time_total) for c in e.cpu_children)
-                label = "inductor generated kernels: " + (", ".join(kernels or []) or "(none listed)")
-                add(label[:200], "inductor generated (graph self time)", i,
-                    max(0.0, float(e.cpu_time_total) - extern) / 1000.0)
+                add(GENERATED, "inductor generated", i, max(0.0, float(e.cpu_time_total) - extern) / 1000.0,
+                    detail=f"{device}; the compiled graph's self time")
+                generated[GENERATED] = tuple(kernels or ())
             elif parent is not None and str(parent.name).startswith(_GRAPH):
                 name = str(e.name)
                 index = seen.get(name, 0)
                 seen[name] = index + 1
                 srcs = sources.get(name, [])
-                origin = srcs[index] if index < len(srcs) else ()
-                kind = "inductor kernel" if ("cpp_fused" in name or "triton_" in name) else "aten extern kernel"
-                add(f"{name}#{index}", kind, i, float(e.cpu_time_total) / 1000.0, origin)
+                listed = srcs[index] if index < len(srcs) else ()
+                # nodes the table does not know (another trace) keep the names Inductor listed
+                origin = (modules.resolve(name, listed) if modules is not None else ()) or listed
+                inductor = "cpp_fused" in name or "triton_" in name
+                add(f"{name}#{index}", "inductor kernel" if inductor else name, i,
+                    float(e.cpu_time_total) / 1000.0, origin,
+                    detail=f"{device}; {'generated' if inductor else 'extern'} kernel; FX nodes: "
+                    + (", ".join(listed) or "-"))
     if not per_run and cuda:
         for e in events:
             if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
                 add(str(e.name), "cuda kernel", 0, _device_time(e) / 1000.0)
     layers = tuple(
         LayerTime(name=name, kind=kinds[name], precision=precision, time_ms=sum(t) / n,
-                  run_ms=tuple(t), calls=1, origins=origins[name], detail=device)
+                  run_ms=tuple(t), calls=1, origins=origins[name], detail=details[name],
+                  kernels=generated.get(name, ()))
         for name, t in per_run.items()
     )
     wall = sum(float(r.cpu_time_total) for r in run_events) / n / 1000.0
-    notes = ()
     if not cuda:
-        notes = ("CPU: generated C++ kernels are timed together as the compiled graph's self time "
-                 "(Inductor's cpp.enable_kernel_profile was off at build time)",)
-    return LayerProfile(backend="torch", source=SOURCE, runs=n, layers=layers, wall_ms=wall, notes=notes)
+        notes = (*notes, "CPU: generated C++ kernels are timed together as the compiled graph's self time "
+                 "(Inductor's cpp.enable_kernel_profile was off at build time)")
+    return LayerProfile(backend="torch", source=SOURCE, runs=n, layers=layers, wall_ms=wall,
+                        origin_ops=modules.ops if modules is not None else {}, notes=notes)
 
 
 def profile(
@@ -213,9 +237,33 @@ def profile(
         for i in range(max(1, runs)):
             with record_function(f"{_RUN}{i}"):
                 runner.time_calls(1)
+    events = list(prof.events())
+    modules, notes = _module_table(compiled, feeds)
     dtype = str(getattr(compiled, "compute_dtype", "")).removeprefix("torch.")
     return parse_events(
-        list(prof.events()), device=device, precision=_PRECISION.get(dtype, dtype.upper()),
+        events, device=device, precision=_PRECISION.get(dtype, dtype.upper()),
         sources=kernel_sources(generated) if generated else {},
         kernels=kernel_names(generated) if generated else [],
+        modules=modules, notes=notes,
     )
+
+
+def _module_table(compiled: Any, feeds: dict[str, np.ndarray]) -> tuple[ModuleTable | None, tuple[str, ...]]:
+    """Dynamo's graph of the candidate's own module (after profiling: no timed call sees it)."""
+    import numpy as np
+    import torch
+
+    from gptuner_core.profiles.torch_modules import trace_table
+
+    module = getattr(compiled.fn, "_orig_mod", None)
+    if module is None:
+        return None, ("kernels are not mapped to modules: the compiled module's source is not at hand",)
+    try:
+        inputs = []
+        for name in compiled.input_names:
+            t = torch.from_numpy(np.ascontiguousarray(feeds[name]))
+            inputs.append((t.to(compiled.compute_dtype) if t.is_floating_point() else t).to(compiled.device))
+        return trace_table(module, tuple(inputs)), ()
+    except Exception as exc:  # noqa: BLE001 - origins fall back to the FX node names
+        msg = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return None, (f"kernels are not mapped to modules: tracing the model failed ({msg})",)

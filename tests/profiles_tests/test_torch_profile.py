@@ -32,8 +32,8 @@ def tiny(tmp_path_factory):
     return be, build, feeds, folder
 
 
-def test_kernels_map_to_source_nodes_and_profiler_stops(tiny):
-    """Extern ATen kernels carry their source FX nodes; the generated C++ kernels are one layer."""
+def test_kernels_map_to_source_modules_and_profiler_stops(tiny):
+    """Extern ATen kernels carry the module they compute; the generated C++ kernels are one layer."""
     be, build, feeds, folder = tiny
     with be.load(build) as runner:
         runner.prepare(feeds)
@@ -43,19 +43,56 @@ def test_kernels_map_to_source_nodes_and_profiler_stops(tiny):
         assert runner.time_calls(5) > 0 and before > 0
     prof = LayerProfile.load(path)
     assert prof.backend == "torch" and prof.runs == 8
+    assert prof.origin_ops["conv"] == "Conv2d" and prof.origin_ops["fc"] == "Linear"
     by_name = {la.name: la for la in prof.layers}
     conv = by_name["aten::convolution#0"]
-    assert conv.origins == ("conv2d",) and conv.kind == "aten extern kernel" and conv.precision == "FP32"
-    generated = [la for la in prof.layers if la.kind.startswith("inductor generated")]
-    assert len(generated) == 1 and "cpp_fused" in generated[0].name
+    assert conv.origins == ("conv",) and conv.kind == "aten::convolution" and conv.precision == "FP32"
+    assert by_name["aten::addmm#0"].origins == ("fc",)
+    generated = [la for la in prof.layers if la.kind == "inductor generated"]
+    assert len(generated) == 1 and generated[0].name == "inductor generated kernels"
+    assert generated[0].kernels and all(k.startswith("cpp_fused") for k in generated[0].kernels)
+    assert [la.name for la in prof.layers] == ["inductor generated kernels", "aten::convolution#0", "aten::addmm#0"]
     assert all(len(la.run_ms) == 8 for la in prof.layers)
     assert set(kernel_sources(build.artifact)) >= {"aten::convolution", "aten::addmm"}
 
 
-def test_two_torch_profiles_align_by_kernel(tiny):
+def test_two_torch_profiles_align_by_module(tiny):
     be, build, feeds, folder = tiny
     with be.load(build) as runner:
         a = LayerProfile.load(capture_profile("torch", build, runner, feeds, folder / "a", runs=6))
         b = LayerProfile.load(capture_profile("torch", build, runner, feeds, folder / "b", runs=6))
     diff = diff_profiles(a, b)
-    assert {r.group for r in diff.rows} >= {"conv2d", "batch_norm (+3)"}
+    assert {r.group for r in diff.rows} == {"conv", "fc", "inductor generated kernels"}
+    assert all(not r.changes for r in diff.rows), "one build against itself: nothing changed"
+
+
+def test_profiling_never_runs_while_the_samples_are_taken(tiny):
+    """measure -> profile -> measure on one runner: no timed call ever runs under the profiler,
+    the samples stay as recorded, the profile holds exactly its own runs, and mapping kernels
+    to modules (a Dynamo trace) leaves the measured module compiled as it was."""
+    from torch._dynamo.utils import counters
+
+    from gptuner_core.measurement import SamplingSettings
+    from gptuner_core.measurement import measure
+
+    be, build, feeds, folder = tiny
+    quick = SamplingSettings(warmup_s=0.01, warmup_calls=2, min_samples=10, max_samples=30, max_time_s=0.3)
+    profiled: list[bool] = []
+    with be.load(build) as runner:
+        runner.prepare(feeds)
+
+        def timed(n: int) -> int:
+            profiled.append(torch._C._autograd._profiler_enabled())
+            return runner.time_calls(n)
+
+        first = measure(timed, quick)
+        recorded = tuple(first.samples_ms)
+        calls = len(profiled)
+        path = capture_profile("torch", build, runner, feeds, folder / "sep", runs=7)
+        assert len(profiled) == calls, "the profile does not go through the measured timing"
+        graphs = counters["stats"]["unique_graphs"]
+        second = measure(timed, quick)
+        assert counters["stats"]["unique_graphs"] == graphs, "the measured module did not recompile"
+    assert tuple(first.samples_ms) == recorded and second.stats.n_samples > 0
+    assert profiled and not any(profiled), "no timed call ran under the profiler"
+    assert LayerProfile.load(path).runs == 7
