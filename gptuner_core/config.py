@@ -127,8 +127,21 @@ def _check_inputs(cfg: StudyConfig) -> None:
 
 
 def validate_config(cfg: StudyConfig) -> None:
-    """:func:`validate` (the name the dashboard's form looks for)."""
+    """A new study's checks (the name the dashboard's form looks for): :func:`validate` and
+    :func:`require_gate`."""
     validate(cfg)
+    require_gate(cfg)
+
+
+def require_gate(cfg: StudyConfig) -> None:
+    """A new study needs an accuracy gate (an epsilon, one per output, or a task metric with an
+    allowed drop) unless ``no_gate`` asks explicitly for none (raises ConfigError).
+
+    Only new studies: a stored configuration without a gate still loads and continues.
+    """
+    from gptuner_core.accuracy import require_gate as require
+
+    require(cfg.accuracy_settings())
 
 
 def validate(cfg: StudyConfig) -> None:

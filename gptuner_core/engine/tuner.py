@@ -155,9 +155,13 @@ class Tuner:
         return store
 
     def _check_gate(self) -> None:
-        """Gated outputs must exist; a study without any gate says so (or is refused)."""
+        """Gated outputs must exist; a new study without any gate is refused unless it asked
+        for none (``no_gate``: then a warning)."""
         from gptuner_core.accuracy import gate_warning
+        from gptuner_core.config import require_gate
 
+        if not self.resume:  # a study recorded before the rule still continues
+            require_gate(self.config)
         settings = self.config.accuracy_settings()
         outputs = getattr(self.backend, "output_names", None)
         if callable(outputs):
