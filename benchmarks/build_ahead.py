@@ -8,7 +8,7 @@ speed-up, verdict) and the ratio. It measures; it asserts nothing::
     python benchmarks/build_ahead.py --dir /tmp/ba -- assets/torch_digits_cnn.py --backend torch \\
         --backend-option device=cuda:0 --expr '-torch:mode=[default|max-autotune-no-cudagraphs] \\
         -inductor:freezing=[off|on] -torch:precision=[fp32|bf16|fp16]' --search full \\
-        --dataset assets/torch_digits_eval.npz --batch-size 32
+        --dataset assets/torch_digits_eval.npz --batch-size 32 --metric cos --epsilon 0.01
 """
 
 from __future__ import annotations

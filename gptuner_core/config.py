@@ -137,10 +137,13 @@ def require_gate(cfg: StudyConfig) -> None:
     """A new study needs an accuracy gate (an epsilon, one per output, or a task metric with an
     allowed drop) unless ``no_gate`` asks explicitly for none (raises ConfigError).
 
-    Only new studies: a stored configuration without a gate still loads and continues.
+    Only new studies: a stored configuration without a gate still loads and continues. A
+    replay study (``backend="replay"``) keeps the recording's own accuracy verdicts.
     """
     from gptuner_core.accuracy import require_gate as require
 
+    if cfg.backend == "replay":
+        return
     require(cfg.accuracy_settings())
 
 

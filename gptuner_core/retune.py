@@ -163,6 +163,8 @@ def retune(
     }
     if dataset is not None:
         changes["dataset"] = str(Path(dataset).resolve())
+    if not cfg.accuracy_settings().gated:  # an old study made before a gate was required keeps
+        changes["no_gate"] = True          # its settings, now as an explicit no-gate (warned)
     cfg = cfg.replace(**changes)
     backend = load_backend(cfg.backend, cfg.backend_options)
     specs = backend.input_specs(Path(cfg.model))

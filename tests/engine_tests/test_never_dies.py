@@ -27,7 +27,7 @@ from .conftest import REPO
 
 def _args(model, dataset, study, *extra, expr="-ort:threads=[0|1]", quick=True):
     out = ["tune", str(model), "--backend", FAULTY, "--expr", expr,
-           "--dataset", str(dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+           "--dataset", str(dataset), "--batch-size", "4", "--epsilon", "1e-3", "--revalidate-top-k", "0",
            "--drift-every", "0", "--study", str(study), "--quiet"]
     if quick:
         out += [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
