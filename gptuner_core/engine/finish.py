@@ -45,6 +45,8 @@ def revalidate_winner(
     if not eligible:
         return verdict.default_only()
     top = eligible[: max(cfg.revalidate_top_k, 0)]
+    if len(cfg.measure_shapes) > 1:  # re-validation measures one shape: screening decides
+        return verdict.shapes_screening(eligible[0], cfg.min_effect)
     if not top:
         return verdict.screening_only(eligible[0], cfg.min_effect)
     by_number = {r.number: r for r in history}
