@@ -81,7 +81,11 @@ def test_each_candidate_is_measured_at_every_shape(wide, tmp_path, capsys):
     assert other.extra["shape_objective"] == "minimax"
     assert other.speedup == pytest.approx(min(sh["speedup"] for sh in other.extra["shapes"]))
     assert other.speedup_ci is not None and all(sh["speedup_ci"] for sh in other.extra["shapes"])
-    assert "per shape: x:1x256" in winner.message and "x:512x256" in winner.message
+    assert "x:1x256" in winner.message and "x:512x256" in winner.message, winner.message
+    with open_store(study, readonly=True) as store:
+        (event,) = store.events("revalidation")
+    assert event.payload["objective"] == "minimax"
+    assert [len(r["contenders"]) for r in event.payload["per_shape"]] == [1, 1]  # a verdict per shape
 
 
 def test_weighted_objective_is_the_traffic_mix(wide, tmp_path):
@@ -96,6 +100,8 @@ def test_weighted_objective_is_the_traffic_mix(wide, tmp_path):
     c = [np.median(sh["samples_ms"]) for sh in other.extra["shapes"]]
     assert other.speedup == pytest.approx((9 * d[0] + d[1]) / (9 * c[0] + c[1]))
     assert other.extra["shape_objective"] == "weighted:9,1"
+    with open_store(study, readonly=True) as store:
+        assert "per shape: x:1x256" in store.winner().message
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
@@ -113,3 +119,60 @@ def test_bad_shapes_are_one_line_and_no_folder(wide, tmp_path, capsys, extra, ne
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not study.exists()
+
+
+class _Remeasured:
+    """Stands in for the candidates' processes only: per-process medians at two shapes, with
+    noise (route 1 is 2x faster at the first shape and 0.8x at the second)."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(3)
+        self.calls = 0
+
+    def remeasure(self, record, purpose, scale=1.0):
+        from gptuner_core.records import CandidateState
+        from gptuner_core.records import ChildResult
+        from gptuner_core.records import LatencyStats
+        from gptuner_core.records import ShapeLatency
+
+        self.calls += 1
+        base = {0: (2.0, 10.0), 1: (1.0, 12.5)}[record.number]
+        shapes = []
+        for label, ms in zip(("x:1x8", "x:32x8"), base, strict=True):
+            samples = tuple(ms * (1 + 0.01 * self.rng.standard_normal(20)))
+            med = float(np.median(samples))
+            stats = LatencyStats(median_ms=med, mean_ms=med, min_ms=med, p5_ms=med, p95_ms=med,
+                                 p99_ms=med, cv=0.01, ci_low_ms=med, ci_high_ms=med, n_samples=20)
+            shapes.append(ShapeLatency(label=label, latency=stats, samples_ms=samples))
+        return ChildResult(state=CandidateState.COMPLETE, latency=shapes[0].latency,
+                           samples_ms=shapes[0].samples_ms, shapes=tuple(shapes))
+
+
+@pytest.mark.parametrize(("objective", "verdict", "number"), [
+    ("minimax", "not_faster", 0),       # slower at the second shape: never recommended
+    ("weighted:9,1", "winner", 1),      # 9 small requests per large one: the mix is faster
+])
+def test_the_overall_verdict_follows_the_objective(objective, verdict, number):
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.shape_revalidation import revalidate_shapes
+    from gptuner_core.measurement import SequentialPlan
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+
+    cfg = StudyConfig(model="m.onnx", measure_shapes=("x:1x8", "x:32x8"), shape_objective=objective,
+                      epsilon=1e-3)
+    shapes = [{"label": "x:1x8"}, {"label": "x:32x8"}]
+    history = [CandidateRecord(number=n, requested_route="", state=CandidateState.COMPLETE,
+                               extra={"shapes": shapes}) for n in (0, 1)]
+    fake = _Remeasured()
+    winner, payload = revalidate_shapes(cfg, fake, history[1:], history,
+                                        SequentialPlan(min_rounds=4, max_rounds=12))
+    assert winner.verdict.value == verdict and winner.number == number, winner.message
+    assert "x:1x8" in winner.message and "x:32x8" in winner.message
+    if objective == "minimax":
+        first, second = (r["contenders"][0] for r in payload["per_shape"])
+        assert (first["status"], second["status"]) == ("winner", "not_faster")
+        rounds = max(r["rounds"] for r in payload["per_shape"])
+        assert fake.calls <= 2 * rounds  # one process per route and round serves both shapes
+    else:
+        assert winner.speedup == pytest.approx((9 * 2 + 10) / (9 * 1 + 12.5), rel=0.02)
