@@ -320,7 +320,7 @@ class TestSignalsAndStatus:
         from gptuner_core.engine.tuner import Tuner
 
         cfg = StudyConfig(model=str(tiny_model), backend=FAULTY, expression=self.EXPR,
-                          search="fast", dataset=str(tiny_dataset), batch_size=4,
+                          search="fast", dataset=str(tiny_dataset), batch_size=4, epsilon=1e-3,
                           revalidate_top_k=0, drift_every=0, measurement=dict(QUICK))
         Tuner(cfg, tmp_path / "study", progress=seen.append).run()
         assert seen and all(p.total is None or p.total >= p.done for p in seen)
