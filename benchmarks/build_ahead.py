@@ -16,7 +16,7 @@ and FX-graph/AOTAutograd cache misses; 0 misses: nothing was compiled again)::
         --backend torch --backend-option device=cuda:0 \\
         --expr '-torch:mode=[default|max-autotune-no-cudagraphs] -inductor:freezing=[off|on] \\
         -torch:precision=[fp32|bf16|fp16]' --search full \\
-        --dataset assets/torch_digits_eval.npz --batch-size 32
+        --dataset assets/torch_digits_eval.npz --batch-size 32 --metric cos --epsilon 0.01
 
 (5 build workers: the default on a 16-core 128 GiB host.) On a GPU, 9 of those 12 builds run
 work on the device while compiling (max-autotune benchmarks, freezing's constant folding) and so

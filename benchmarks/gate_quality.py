@@ -134,7 +134,7 @@ def main() -> int:
         data = subset(tmp / "digits64.npz", 64)
         measure = [a for opt in args.measure for a in ("--measure-option", opt)]
         rc = cli(["tune", str(SAMPLE), "--dataset", str(data), "--batch-size", "16", "--backend",
-                  "onnxruntime", "--expr", ROUTE, "--study", str(tmp / "study"), *measure,
+                  "onnxruntime", "--expr", ROUTE, "--epsilon", "1e-4", "--study", str(tmp / "study"), *measure,
                   "--profile-runs", "0", "--quiet"])
         assert rc == 0
         assert cli(["bundle", str(tmp / "study"), "-o", str(tmp / "bundle")]) == 0

@@ -81,7 +81,8 @@ def tune_argv(study: Path, *, resume: bool, expr: str) -> list[str]:
     if resume:
         return [*argv, "--continue"]
     argv += [str(ROOT / "assets/mlp_digits.onnx"), "--dataset", str(ROOT / "assets/mlp_digits_eval.npz"),
-             "--backend", "onnxruntime", "--search", "full", "--expr", expr, "--drift-every", "2",
+             "--backend", "onnxruntime", "--search", "full", "--expr", expr, "--metric", "cos",
+             "--epsilon", "0.01", "--drift-every", "2",
              "--revalidate-top-k", "2", "--revalidate-rounds", "2"]
     for key, value in MEASURE.items():
         argv += ["--measure-option", f"{key}={value}"]

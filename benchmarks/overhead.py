@@ -57,7 +57,7 @@ def _run(variant: str, routes: int, model: Path, dataset: Path, work: Path) -> d
     cfg = StudyConfig(
         model=str(model), backend="gptuner_core.testing.faulty_backend:FaultyBackend",
         expression="-fault:sleep_ms=[0|100|200|300] -fault:label=[a|b] -ort:threads=[0|1]",
-        search="full", dataset=str(dataset), batch_size=4,
+        search="full", dataset=str(dataset), batch_size=4, epsilon=1e-3,
         measurement={"warmup_s": 0.0, "warmup_calls": 1, "min_samples": 5, "max_samples": 5,
                      "max_time_s": 2.0},  # 5 samples; the cap only under heavy load
         revalidate_top_k=0, drift_every=0, max_candidates=routes,

@@ -7,7 +7,7 @@ Public API (everything else is internal)::
     db = KnobDatabase.from_file("knobs.json")            # TensorRT all_build_routes schema
     expr = Expression.parse("-a=[on|off] -b=2", db)       # trtexec's grammar and messages
     expr.count("full"); list(expr.iter_routes("fast"))
-    summary = Tuner(StudyConfig(model="m.onnx", expression=str(expr)), "runs/m").run()
+    summary = Tuner(StudyConfig(model="m.onnx", expression=str(expr), epsilon=1e-3), "runs/m").run()
     with open_store("runs/m", readonly=True) as store:
         store.candidates()
 

@@ -29,6 +29,7 @@ FLAGS = {
     "min_effect": "--min-effect", "drift_every": "--drift-every", "seed": "--seed",
     "profile_runs": "--profile-runs", "build_workers": "--build-workers", "workers": "--workers",
     "metric": "--metric", "task_metric": "--task-metric", "measurement": "--measure-option",
+    "measure_shapes": "--measure-shapes", "shape_objective": "--shape-objective",
 }
 
 
@@ -121,14 +122,48 @@ def _check_inputs(cfg: StudyConfig) -> None:
         parse_batch_axes(cfg.batch_axes)
     if cfg.input_ranges:
         parse_value_ranges(cfg.input_ranges)
+    _check_measure_shapes(cfg)
     if cfg.calibration is not None and not Path(cfg.calibration).is_file():
         msg = f"--calibration '{cfg.calibration}' is not a file (expected an .npz of named inputs)"
         raise ConfigError(msg)
 
 
+def _check_measure_shapes(cfg: StudyConfig) -> None:
+    """Each ``--measure-shapes`` profile parses, none twice; the objective fits their number."""
+    from gptuner_core.measurement.shape_objective import ShapeObjective
+    from gptuner_core.shapes import parse_shapes
+    from gptuner_core.shapes import shape_label
+
+    if isinstance(cfg.measure_shapes, str) or not all(isinstance(t, str) for t in cfg.measure_shapes):
+        msg = f"--measure-shapes takes shape profiles such as x:1x16 (got {cfg.measure_shapes!r})"
+        raise ConfigError(msg)
+    labels = [shape_label(parse_shapes(t, option="--measure-shapes")) for t in cfg.measure_shapes]
+    twice = sorted({lb for lb in labels if labels.count(lb) > 1})
+    if twice:
+        msg = f"--measure-shapes: shape profile(s) {twice} given twice (expected distinct shapes)"
+        raise ConfigError(msg)
+    ShapeObjective.parse(cfg.shape_objective, shapes=max(len(labels), 1))
+
+
 def validate_config(cfg: StudyConfig) -> None:
-    """:func:`validate` (the name the dashboard's form looks for)."""
+    """A new study's checks (the name the dashboard's form looks for): :func:`validate` and
+    :func:`require_gate`."""
     validate(cfg)
+    require_gate(cfg)
+
+
+def require_gate(cfg: StudyConfig) -> None:
+    """A new study needs an accuracy gate (an epsilon, one per output, or a task metric with an
+    allowed drop) unless ``no_gate`` asks explicitly for none (raises ConfigError).
+
+    Only new studies: a stored configuration without a gate still loads and continues. A
+    replay study (``backend="replay"``) keeps the recording's own accuracy verdicts.
+    """
+    from gptuner_core.accuracy import require_gate as require
+
+    if cfg.backend == "replay":
+        return
+    require(cfg.accuracy_settings())
 
 
 def validate(cfg: StudyConfig) -> None:
@@ -190,6 +225,9 @@ class StudyConfig:
             inputs and dynamic dims; batch_axes: each input's batch axis (``state:1,sr:none``);
             input_ranges: value ranges of synthetic inputs (``input_ids:0..30522``).
         calibration: a separate ``.npz`` for quantization calibration (default: the dataset).
+        measure_shapes/shape_objective: latency measured at each of these shape profiles
+            (``x:1x16``, ``x:32x16``; trtexec syntax) instead of the first batch's shape, ranked
+            by ``minimax`` (the worst shape's speed-up) or ``weighted:W1,W2`` (a traffic mix).
         gate_outputs/output_epsilons/task_output/no_gate: the gate aimed at chosen outputs, an
             epsilon per output, the output ``top1`` reads, and an explicit "no gate".
         build_workers/ray/workers/normalize: scale-out (``engine.scale_out.ScaleOut``): builds
@@ -234,6 +272,8 @@ class StudyConfig:
     batch_axes: str | None = None
     input_ranges: str | None = None
     calibration: str | None = None
+    measure_shapes: tuple[str, ...] = ()
+    shape_objective: str = "minimax"
     gate_outputs: tuple[str, ...] = ()
     output_epsilons: dict[str, float] = field(default_factory=dict)
     task_output: str | None = None
@@ -278,7 +318,7 @@ class StudyConfig:
             msg = f"study configuration has unknown field(s) {unknown} (known: {sorted(names)})"
             raise ConfigError(msg)
         data = dict(data)
-        for name in ("warm_start", "gate_outputs"):
+        for name in ("warm_start", "gate_outputs", "measure_shapes"):
             if name in data:
                 data[name] = tuple(data[name] or ())
         return cls(**data)

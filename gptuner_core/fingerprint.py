@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 #: keys whose change makes earlier results invalid (everything else is informative only).
 COMPARED = (
     "model_sha256",
+    "measured_shapes",
     "inputs",
     "backend",
     "backend_version",
@@ -118,9 +119,17 @@ def compute(
     backend: Backend,
     db: KnobDatabase,
     specs: list[TensorSpec],
+    measured_shapes: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """What a study's numbers depend on; ``measured_shapes`` (the ``--measure-shapes``
+    profiles, canonical text) only when the study measures at given shapes."""
+    from gptuner_core.shapes import parse_shapes
+    from gptuner_core.shapes import shape_label
+
     env = {k: str(v) for k, v in backend.environment().items()}
     model_path = Path(model)
+    shapes = {"measured_shapes": [shape_label(parse_shapes(t, option="--measure-shapes"))
+                                  for t in measured_shapes]} if measured_shapes else {}
     return {
         "model_sha256": (
             model_sha256(model_files(backend, model_path)) if model_path.exists() else model
@@ -138,6 +147,7 @@ def compute(
         "python": platform.python_version(),
         "platform": platform.platform(),
         "extra": env,
+        **shapes,
     }
 
 

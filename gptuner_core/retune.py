@@ -163,11 +163,14 @@ def retune(
     }
     if dataset is not None:
         changes["dataset"] = str(Path(dataset).resolve())
+    if not cfg.accuracy_settings().gated:  # an old study made before a gate was required keeps
+        changes["no_gate"] = True          # its settings, now as an explicit no-gate (warned)
     cfg = cfg.replace(**changes)
     backend = load_backend(cfg.backend, cfg.backend_options)
     specs = backend.input_specs(Path(cfg.model))
     db = backend.describe(Path(cfg.model))
-    current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs)
+    current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs,
+                         measured_shapes=cfg.measure_shapes)
     diffs = tuple((k, str(a), str(b)) for k, a, b in fp.differences(old_fp, current))
     check = _check(cfg, route, why, new / "lineage", specs, db, check_rounds)
     if on_check is not None:

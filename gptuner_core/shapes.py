@@ -119,6 +119,7 @@ _EXAMPLES = {
     "--minShapes": "x:1x3x32x32",
     "--optShapes": "x:8x3x224x224",
     "--maxShapes": "x:32x3x640x640",
+    "--measure-shapes": "x:1x16 (repeat the option for each shape)",
     "batch axes": "state:1,sr:none",
     "value ranges": "input_ids:0..30522,sr:16000",
 }
@@ -147,6 +148,14 @@ def parse_shapes(text: str, *, option: str = "--shapes") -> dict[str, tuple[int,
             raise DatasetError(msg)
         out[name] = dims
     return out
+
+
+def shape_label(shapes: Mapping[str, tuple[int, ...]]) -> str:
+    """The canonical text of a shape profile: ``{"x": (8, 16)}`` -> ``"x:8x16"`` (a scalar is
+    ``sr:scalar``); the name a measured shape is stored and shown under."""
+    return ",".join(
+        f"{name}:{'x'.join(str(d) for d in dims) if dims else 'scalar'}" for name, dims in shapes.items()
+    )
 
 
 def parse_profile(
@@ -339,6 +348,7 @@ __all__ = [
     "parse_shapes",
     "parse_value_ranges",
     "rows_of",
+    "shape_label",
     "stack_outputs",
     "take",
 ]

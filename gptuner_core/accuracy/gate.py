@@ -255,13 +255,18 @@ def judge(
 
 
 def require_gate(settings: AccuracySettings) -> None:
-    """Refuse settings without any gate unless ``no_gate`` was asked for explicitly."""
+    """Refuse settings without any gate unless ``no_gate`` was asked for explicitly: one line
+    saying what is missing, what would do, and what was found."""
     if settings.gated or settings.no_gate:
         return
+    task = (
+        f"task metric {settings.task_metric} without --max-task-drop"
+        if settings.task_metric is not None else "no task metric"
+    )
     msg = (
-        "no accuracy gate: without an epsilon (--epsilon, or per output) or an allowed "
-        "task-metric drop (--task-metric with --max-task-drop), every route passes, however "
-        "wrong its outputs (expected one of them, or --no-gate to measure speed only)"
+        "no accuracy gate: without one every route passes, however wrong its outputs "
+        "(expected --epsilon EPS, --epsilon OUTPUT=EPS, --task-metric with --max-task-drop, "
+        f"or --no-gate to rank by speed only; found no epsilon, no per-output epsilon, {task})"
     )
     raise ConfigError(msg)
 

@@ -188,5 +188,6 @@ def _candidate(
         except ExpressionError as exc:
             msg = f"--route {route!r} does not fit model '{model}': {exc}"
             raise UsageError(msg) from None
-    current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs)
+    current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs,
+                         measured_shapes=cfg.measure_shapes)
     return cfg, current, specs

@@ -152,6 +152,8 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         batch_axes=args.batch_axes,
         input_ranges=args.input_range,
         calibration=str(Path(args.calibration).resolve()) if args.calibration else None,
+        measure_shapes=tuple(args.measure_shapes or ()),
+        shape_objective=args.shape_objective,
         task_metric=args.task_metric,
         max_task_drop=args.max_task_drop,
         max_candidates=args.max_candidates,
@@ -235,6 +237,12 @@ class TuneCommand(Command):
                             help="value ranges of synthetic inputs, e.g. input_ids:0..30522,sr:16000")
         parser.add_argument("--calibration", metavar="NPZ",
                             help="a separate calibration dataset for quantization (default: --dataset)")
+        parser.add_argument("--measure-shapes", action="append", metavar="SPEC",
+                            help="measure latency at this shape profile, trtexec style "
+                            "(x:1x16; repeat for several shapes: each candidate is measured at each)")
+        parser.add_argument("--shape-objective", default="minimax", metavar="minimax|weighted:W1,W2",
+                            help="overall score of several shapes: the worst shape's speed-up "
+                            "(minimax, default) or a traffic mix with these weights")
         parser.add_argument("--task-metric", help="top1, or module:function(outputs, labels)")
         parser.add_argument("--max-task-drop", type=float, help="allowed task-metric drop (e.g. 0.01)")
         parser.add_argument("--max-candidates", type=int)

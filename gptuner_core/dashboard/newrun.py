@@ -132,6 +132,10 @@ def accuracy_section(metrics: tuple[str, ...], *, has_labels: bool) -> Section:
                                   exclusive=True), key="nr_eps", default=1e-3)
         if problem:
             problems.append(problem)
+    no_gate = False
+    if not use_eps:  # a study needs a gate unless asked explicitly for none (the CLI's --no-gate)
+        no_gate = c3.checkbox("No gate (--no-gate: rank by speed only)", value=False,
+                              key="nr_no_gate")
     c1, c2 = st.columns(2)
     tasks = ["top1", "none"] if has_labels else ["none", "top1"]
     task = c1.selectbox("Task metric", tasks, key="nr_task",
@@ -151,7 +155,8 @@ def accuracy_section(metrics: tuple[str, ...], *, has_labels: bool) -> Section:
             problems.append(problem)
     return Section(fields={"metric": metric, "epsilon": epsilon,
                            "task_metric": None if task == "none" else task,
-                           "max_task_drop": max_drop}, problems=tuple(problems))
+                           "max_task_drop": max_drop, **({"no_gate": True} if no_gate else {})},
+                   problems=tuple(problems))
 
 
 def strategy_section() -> Section:

@@ -50,11 +50,13 @@ def _measure(runner: Any, job: ChildJob) -> dict[str, Any]:
     from gptuner_core.measurement import SamplingSettings
     from gptuner_core.measurement import measure
 
-    inputs = _npz(job.inputs) or {}
-    runner.prepare(take(inputs, job.batch_axes, slice(0, int(job.batch_size))))
     settings = SamplingSettings(**job.measurement)
     if job.measure_scale != 1.0:
         settings = settings.scaled(job.measure_scale)
+    if job.measure_feeds:  # each given shape in turn, in this one process (same order for all)
+        return _measure_shapes(runner, job, settings)
+    inputs = _npz(job.inputs) or {}
+    runner.prepare(take(inputs, job.batch_axes, slice(0, int(job.batch_size))))
     t0 = time.perf_counter()
     result = measure(runner.time_calls, settings, telemetry=runner.telemetry)
     return {
@@ -62,6 +64,27 @@ def _measure(runner: Any, job: ChildJob) -> dict[str, Any]:
         "samples_ms": tuple(float(s) for s in result.samples_ms),
         "telemetry": result.telemetry,
         "measure_time_s": time.perf_counter() - t0,
+    }
+
+
+def _measure_shapes(runner: Any, job: ChildJob, settings: Any) -> dict[str, Any]:
+    """Latency at every ``--measure-shapes`` profile; the first is also the record's own
+    latency (the tables' column), all of them in ``shapes``."""
+    from gptuner_core.measurement import measure
+    from gptuner_core.records import ShapeLatency
+
+    t0 = time.perf_counter()
+    shapes, first = [], None
+    for label, path in zip(job.measure_labels, job.measure_feeds, strict=True):
+        runner.prepare(_npz(path) or {})
+        result = measure(runner.time_calls, settings, telemetry=runner.telemetry)
+        first = first or result
+        shapes.append(ShapeLatency(label=label, latency=LatencyStats.from_json(result.stats.to_json()),
+                                   samples_ms=tuple(float(s) for s in result.samples_ms)))
+    return {
+        "latency": shapes[0].latency, "samples_ms": shapes[0].samples_ms,
+        "telemetry": first.telemetry, "measure_time_s": time.perf_counter() - t0,
+        "shapes": tuple(shapes),
     }
 
 

@@ -90,6 +90,8 @@ class IsolatedEvaluator:
             labels=str(inputs.labels_path) if inputs.labels_path else None,
             golden=str(ws.golden) if ws.golden.exists() else None,
             batch_axes=dict(inputs.batch_axes), profile_runs=cfg.profile_runs,
+            measure_feeds=tuple(str(p) for p in getattr(inputs, "measure_feeds", ())),
+            measure_labels=tuple(getattr(inputs, "measure_labels", ())),
         )
         return job.replace(**changes)
 
@@ -182,8 +184,11 @@ class IsolatedEvaluator:
             latency=res.latency, samples_ms=res.samples_ms, telemetry=res.telemetry,
             measure_time_s=res.measure_time_s,
         )
+        if res.shapes:
+            rec = rec.replace(extra={**rec.extra, "shapes": [sh.to_json() for sh in res.shapes]})
         rec = self._gate(rec, workdir, res)
-        rec = verdict.with_speedup(rec, history[0] if history else None)
+        rec = verdict.with_speedup(rec, history[0] if history else None,
+                                   objective=cfg.shape_objective)
         return self._finish(rec)
 
     def _run_split(self, job: ChildJob, workdir: Path, timeouts: dict[str, float],

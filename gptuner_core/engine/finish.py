@@ -45,8 +45,9 @@ def revalidate_winner(
     if not eligible:
         return verdict.default_only()
     top = eligible[: max(cfg.revalidate_top_k, 0)]
+    shapes = len(cfg.measure_shapes) > 1  # the verdict per shape and overall
     if not top:
-        return verdict.screening_only(eligible[0], cfg.min_effect)
+        return (verdict.shapes_screening if shapes else verdict.screening_only)(eligible[0], cfg.min_effect)
     by_number = {r.number: r for r in history}
     rounds = max(cfg.revalidate_rounds, 2)
     plan = SequentialPlan(
@@ -62,6 +63,16 @@ def revalidate_winner(
             raise BackendError(msg)
         return list(res.samples_ms)
 
+    if shapes:
+        from gptuner_core.engine.shape_revalidation import revalidate_shapes
+
+        try:
+            winner, payload = revalidate_shapes(cfg, evaluator, top, history, plan, on_round)
+        except GptunerError as exc:
+            store.add_event("revalidation", {"error": str(exc)})
+            return verdict.revalidation_failed(eligible[0], str(exc))
+        store.add_event("revalidation", payload)
+        return winner
     try:
         result = revalidate_sequential(
             [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,

@@ -38,6 +38,8 @@ class StudyInputs:
     labels: np.ndarray | None
     sha256: str
     batch_axes: dict[str, int | None]
+    measure_feeds: tuple[Path, ...] = ()
+    measure_labels: tuple[str, ...] = ()
 
 
 def resolved_specs(cfg: StudyConfig, specs: list[TensorSpec]) -> list:
@@ -105,6 +107,67 @@ def load_inputs(cfg: StudyConfig, specs: list[TensorSpec]) -> Dataset:
     return ds
 
 
+def measure_feeds(cfg: StudyConfig, specs: list[TensorSpec], ds: Dataset) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """One feed per ``--measure-shapes`` profile, ``(label, arrays)``: the inputs latency is
+    measured on at that shape (validated before anything is written).
+
+    Rows come from the dataset (its first rows) wherever the dataset's arrays have the asked
+    shape apart from the batch axis; an input asked at other dims (e.g. a longer sequence) is
+    synthesized at that shape, with its value range (``--input-range``). Inputs not named take
+    the named inputs' row count from the dataset; fixed inputs are fed as stored.
+    """
+    from gptuner_core.batching import take
+    from gptuner_core.dataset import synthesize
+    from gptuner_core.shapes import input_specs
+    from gptuner_core.shapes import parse_shapes
+    from gptuner_core.shapes import shape_label
+
+    base = resolved_specs(cfg, specs)
+    out = []
+    for text in cfg.measure_shapes:
+        shapes = parse_shapes(text, option="--measure-shapes")
+        label = shape_label(shapes)
+        resolved = {s.name: s for s in input_specs(base, shapes=shapes)}
+        rows = {s.name: shapes[s.name][s.batch_axis] for s in resolved.values()
+                if s.name in shapes and s.batch_axis is not None}
+        if len(set(rows.values())) > 1:
+            msg = (f"--measure-shapes {label}: the batched inputs disagree on the batch size "
+                   f"({rows}; expected one row count along every batch axis)")
+            raise DatasetError(msg)
+        n = next(iter(rows.values()), cfg.batch_size)
+        feed: dict[str, np.ndarray] = {}
+        for name, spec in resolved.items():
+            have = np.asarray(ds.inputs[name])
+            axis = spec.batch_axis
+            want = shapes.get(name)
+            if axis is None:
+                same = want is None or tuple(have.shape) == want
+                feed[name] = have if same else synthesize([spec], 1, seed=cfg.seed).inputs[name]
+                continue
+            other = [d for i, d in enumerate(have.shape) if i != axis]
+            fits = want is None or other == [d for i, d in enumerate(want) if i != axis]
+            if fits and have.shape[axis] >= n:
+                feed[name] = take({name: have}, {name: axis}, slice(0, n))[name]
+            elif want is not None:
+                feed[name] = synthesize([spec], n, seed=cfg.seed).inputs[name]
+            else:
+                msg = (f"--measure-shapes {label}: input '{name}' needs {n} row(s) and "
+                       f"{'the dataset' if cfg.dataset else 'the synthesized inputs'} hold "
+                       f"{have.shape[axis]} (expected a shape for '{name}' too, or more rows)")
+                raise DatasetError(msg)
+        out.append((label, feed))
+    return out
+
+
+def store_measure_feeds(ws: StudyWorkspace, feeds: list[tuple[str, dict[str, np.ndarray]]]) -> tuple[Path, ...]:
+    paths = []
+    for i, (_label, arrays) in enumerate(feeds):
+        path = ws.root / f"measure_shape_{i}.npz"
+        save_npz_atomic(path, arrays)
+        paths.append(path)
+    return tuple(paths)
+
+
 def store_inputs(ws: StudyWorkspace, ds: Dataset, calibration: dict[str, np.ndarray] | None = None) -> str:
     """Write inputs, calibration rows and labels atomically; return the inputs' content hash."""
     save_npz_atomic(ws.calibration, calibration if calibration is not None else ds.calibration(CALIBRATION_ROWS))
@@ -157,8 +220,15 @@ def open_inputs(
             labels = np.asarray(ds.labels) if ds.labels is not None else None
             if labels is not None:
                 save_npy_atomic(ws.labels, labels)
+    feeds: tuple[Path, ...] = ()
+    labels_of_shapes: tuple[str, ...] = ()
+    if cfg.measure_shapes:  # deterministic from the configuration: rebuilt when missing
+        built = measure_feeds(cfg, specs, load_inputs(cfg, specs))
+        paths = tuple(ws.root / f"measure_shape_{i}.npz" for i in range(len(built)))
+        feeds = paths if all(p.exists() for p in paths) else store_measure_feeds(ws, built)
+        labels_of_shapes = tuple(label for label, _ in built)
     return StudyInputs(
         inputs_path=ws.inputs, calibration_path=ws.calibration,
         labels_path=ws.labels if labels is not None else None, labels=labels, sha256=str(sha),
-        batch_axes=dict(batch_axes or {}),
+        batch_axes=dict(batch_axes or {}), measure_feeds=feeds, measure_labels=labels_of_shapes,
     )

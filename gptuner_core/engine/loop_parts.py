@@ -104,7 +104,10 @@ def remeasure(
             latency=res.latency, samples_ms=res.samples_ms, telemetry=res.telemetry,
             strategy_info={**rec.strategy_info, **proposal.info},
         )
-        rec = verdict.with_speedup(rec, history[0] if rec.number != 0 else None)
+        if res.shapes:
+            rec = rec.replace(extra={**rec.extra, "shapes": [sh.to_json() for sh in res.shapes]})
+        rec = verdict.with_speedup(rec, history[0] if rec.number != 0 else None,
+                                   objective=str(rec.extra.get("shape_objective", "minimax")))
         sink.replaced(rec)
     history[idx] = rec if rec.number == 0 else rec.replace(samples_ms=())
     strategy.tell(history[idx])

@@ -29,8 +29,10 @@ from gptuner_core.engine.finish import check_output_path
 from gptuner_core.engine.finish import revalidate_winner
 from gptuner_core.engine.finish import write_output
 from gptuner_core.engine.inputs import load_inputs
+from gptuner_core.engine.inputs import measure_feeds
 from gptuner_core.engine.inputs import open_inputs
 from gptuner_core.engine.inputs import store_inputs
+from gptuner_core.engine.inputs import store_measure_feeds
 from gptuner_core.engine.loop import Budget
 from gptuner_core.engine.loop import held
 from gptuner_core.engine.loop import run_loop
@@ -101,6 +103,7 @@ class Tuner:
         self.force = force
         self.progress_cb = progress
         self.gate_warning = ""
+        self.feeds: list = []  # (label, arrays) per --measure-shapes profile, for a new study
 
     # -- set-up ----------------------------------------------------------------------------
     def _describe(self) -> dict:
@@ -114,7 +117,7 @@ class Tuner:
         self.expr = Expression.parse(cfg.expression, self.db)
         return fp.compute(
             model=cfg.model, backend_name=cfg.backend, backend=self.backend, db=self.db,
-            specs=self.specs,
+            specs=self.specs, measured_shapes=cfg.measure_shapes,
         )
 
     def _open(self) -> StudyStore:
@@ -135,6 +138,7 @@ class Tuner:
             raise StoreError(msg)
         if not exists:  # a new study, or one whose creation a kill cut short
             dataset = load_inputs(cfg, self.specs)  # bad input is refused before any write
+            self.feeds = measure_feeds(cfg, self.specs, dataset)
             self._check_gate()
             if cfg.output:
                 check_output_path(cfg.output)
@@ -155,9 +159,13 @@ class Tuner:
         return store
 
     def _check_gate(self) -> None:
-        """Gated outputs must exist; a study without any gate says so (or is refused)."""
+        """Gated outputs must exist; a new study without any gate is refused unless it asked
+        for none (``no_gate``: then a warning)."""
         from gptuner_core.accuracy import gate_warning
+        from gptuner_core.config import require_gate
 
+        if not self.resume:  # a study recorded before the rule still continues
+            require_gate(self.config)
         settings = self.config.accuracy_settings()
         outputs = getattr(self.backend, "output_names", None)
         if callable(outputs):
@@ -172,6 +180,7 @@ class Tuner:
 
         ws.write_config(cfg.to_json())
         sha = store_inputs(ws, dataset, calibration_rows(cfg, self.specs, dataset))  # type: ignore[arg-type]
+        store_measure_feeds(ws, self.feeds)
         staging = ws.prepare_creation()
         with open_store(staging) as store:
             store.init_study(cfg.to_json(), current)

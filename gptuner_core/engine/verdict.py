@@ -5,6 +5,7 @@ Nothing here touches files, processes or the store; each function is unit-tested
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
@@ -55,20 +56,29 @@ def gate(
     return GateResult(state=CandidateState.ACCURACY_FAILED, accuracy=result, error=reason)
 
 
-def with_speedup(rec: CandidateRecord, default: CandidateRecord | None) -> CandidateRecord:
+def with_speedup(rec: CandidateRecord, default: CandidateRecord | None, *,
+                 objective: str = "minimax") -> CandidateRecord:
     """Speed-up vs the default route with a bootstrap CI over the screening samples.
 
     Defined for any sample count: with fewer than two samples on either side there is a point
     estimate (ratio of medians) and no CI, flagged in ``extra["speedup_note"]`` — never an error.
+    Measured at several shapes (``extra["shapes"]``), the speed-up is the study's ``objective``
+    over the per-shape speed-ups (:func:`with_shape_speedup`).
     """
     from gptuner_core.measurement import speedup
 
     if rec.latency is None:
         return rec
     if rec.number == 0 or default is None:
+        if rec.extra.get("shapes"):
+            rec = rec.replace(extra={**rec.extra, "shapes": [
+                {**sh, "speedup": 1.0, "speedup_ci": [1.0, 1.0]} for sh in rec.extra["shapes"]
+            ], "shape_objective": objective})
         return rec.replace(speedup=1.0, speedup_ci=(1.0, 1.0))
     if default.latency is None or rec.latency.median_ms <= 0:
         return rec
+    if rec.extra.get("shapes") and default.extra.get("shapes"):
+        return with_shape_speedup(rec, default, objective)
     point = default.latency.median_ms / rec.latency.median_ms
     n = min(len(default.samples_ms), len(rec.samples_ms))
     if n < MIN_SAMPLES_FOR_CI:
@@ -81,12 +91,54 @@ def with_speedup(rec: CandidateRecord, default: CandidateRecord | None) -> Candi
     return rec.replace(speedup=est.point, speedup_ci=est.ci)
 
 
+def with_shape_speedup(rec: CandidateRecord, default: CandidateRecord, objective: str) -> CandidateRecord:
+    """The speed-up at each measured shape (ratio of medians, bootstrap CI) and the overall
+    one by ``objective`` (``minimax``/``weighted:W1,W2``), CI by a per-shape bootstrap."""
+    from gptuner_core.measurement import ShapeObjective
+    from gptuner_core.measurement import shape_speedup
+
+    mine, base = rec.extra["shapes"], default.extra["shapes"]
+    if [sh["label"] for sh in mine] != [sh["label"] for sh in base]:
+        note = (f"no speed-up: measured at shapes {[sh['label'] for sh in mine]}, the default at "
+                f"{[sh['label'] for sh in base]}")
+        return rec.replace(speedup=None, speedup_ci=None, extra={**rec.extra, "speedup_note": note})
+    goal = ShapeObjective.parse(objective, shapes=len(mine))
+    est = shape_speedup(goal, [sh["samples_ms"] for sh in base], [sh["samples_ms"] for sh in mine])
+    shapes = [
+        {**sh, "speedup": point, "speedup_ci": list(ci) if ci else None}
+        for sh, point, ci in zip(mine, est.per_shape, est.per_shape_ci, strict=True)
+    ]
+    extra = {**rec.extra, "shapes": shapes, "shape_objective": est.objective}
+    if est.ci is None:
+        extra["speedup_note"] = "no confidence interval: fewer than 2 latency samples at a shape"
+    return rec.replace(speedup=est.point, speedup_ci=est.ci, extra=extra)
+
+
+def per_shape_text(rec: CandidateRecord) -> str:
+    """``"x:1x16 1.02x, x:64x16 1.31x (minimax)"`` for a record measured at several shapes."""
+    shapes = rec.extra.get("shapes") or []
+    if not shapes:
+        return ""
+    parts = [f"{sh['label']} {sh['speedup']:.3f}x" if sh.get("speedup") is not None
+             else f"{sh['label']} ?" for sh in shapes]
+    return f"{', '.join(parts)} ({rec.extra.get('shape_objective', 'minimax')})"
+
+
 def contenders(history: Sequence[CandidateRecord]) -> list[CandidateRecord]:
-    """Eligible non-default candidates that built their own artifact, fastest first."""
-    return sorted(
-        (r for r in history if r.eligible and r.number != 0 and r.state is CandidateState.COMPLETE),
-        key=lambda r: r.latency.median_ms if r.latency else float("inf"),
-    )
+    """Eligible non-default candidates that built their own artifact, fastest first (measured at
+    several shapes: by the overall speed-up of the study's shape objective)."""
+    eligible = [r for r in history if r.eligible and r.number != 0 and r.state is CandidateState.COMPLETE]
+    if any(r.extra.get("shapes") for r in eligible):
+        return sorted(eligible, key=lambda r: -(r.speedup or 0.0))
+    return sorted(eligible, key=lambda r: r.latency.median_ms if r.latency else float("inf"))
+
+
+def shapes_screening(best: CandidateRecord, min_effect: float) -> Winner:
+    """``--revalidate-top-k 0`` with several measured shapes: the screening verdict of the
+    overall objective's CI, each shape's speed-up in the message."""
+    win = screening_only(best, min_effect)
+    return dataclasses.replace(win, message=f"{win.message}; per shape: {per_shape_text(best)}",
+                               method="per-shape screening bootstrap CI")
 
 
 def default_only() -> Winner:

@@ -85,6 +85,9 @@ from gptuner_core.measurement.sampling import SamplingSettings
 from gptuner_core.measurement.sampling import Window
 from gptuner_core.measurement.sampling import measure
 from gptuner_core.measurement.sequential import revalidate_sequential
+from gptuner_core.measurement.shape_objective import ShapeObjective
+from gptuner_core.measurement.shape_objective import ShapeSpeedup
+from gptuner_core.measurement.shape_objective import shape_speedup
 from gptuner_core.measurement.stats import SpeedupEstimate
 from gptuner_core.measurement.stats import bootstrap_ci
 from gptuner_core.measurement.stats import median_ci
@@ -115,6 +118,8 @@ __all__ = [
     "SamplingSettings",
     "SequentialPlan",
     "SequentialResult",
+    "ShapeObjective",
+    "ShapeSpeedup",
     "SpeedupEstimate",
     "Verdict",
     "Window",
@@ -131,6 +136,7 @@ __all__ = [
     "nearest",
     "normalize",
     "normalized_speedup",
+    "shape_speedup",
     "paired_speedup",
     "rank",
     "revalidate_sequential",

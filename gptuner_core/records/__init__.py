@@ -12,6 +12,7 @@ from gptuner_core.records.candidate import CandidateState
 from gptuner_core.records.candidate import LatencyStats
 from gptuner_core.records.child import ChildJob
 from gptuner_core.records.child import ChildResult
+from gptuner_core.records.child import ShapeLatency
 from gptuner_core.records.child import state_of_status
 from gptuner_core.records.study import Progress
 from gptuner_core.records.study import StudyStatus
@@ -28,6 +29,7 @@ __all__ = [
     "ChildResult",
     "LatencyStats",
     "Progress",
+    "ShapeLatency",
     "StudyStatus",
     "Verdict",
     "Winner",

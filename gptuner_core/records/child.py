@@ -18,7 +18,9 @@ class ChildJob:
     A build job carries ``route`` (and ``known_artifacts``, artifact key -> candidate number, for
     duplicate detection); a re-measurement carries ``artifact`` of an existing candidate.
     ``task_metric``/``labels``/``golden`` let the child evaluate a user task metric in its own
-    process (isolated, under the measurement timeout) instead of the tuner's.
+    process (isolated, under the measurement timeout) instead of the tuner's. ``measure_feeds``
+    (``.npz`` paths, named ``measure_labels``) are the shapes latency is measured at, each in
+    turn in the same process; none = the first batch of ``inputs``.
     """
 
     backend: str
@@ -40,6 +42,8 @@ class ChildJob:
     golden: str | None = None
     batch_axes: dict[str, int | None] = field(default_factory=dict)
     profile_runs: int = 0
+    measure_feeds: tuple[str, ...] = ()
+    measure_labels: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> ChildJob:
         return dataclasses.replace(self, **changes)
@@ -51,6 +55,32 @@ class ChildJob:
     def from_json(cls, data: dict[str, Any]) -> ChildJob:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapeLatency:
+    """The latency of one candidate at one measured shape (``--measure-shapes``)."""
+
+    label: str
+    latency: LatencyStats
+    samples_ms: tuple[float, ...] = ()
+    speedup: float | None = None
+    speedup_ci: tuple[float, float] | None = None
+
+    def replace(self, **changes: Any) -> ShapeLatency:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "latency": self.latency.to_json(),
+                "samples_ms": list(self.samples_ms), "speedup": self.speedup,
+                "speedup_ci": list(self.speedup_ci) if self.speedup_ci else None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ShapeLatency:
+        ci = data.get("speedup_ci")
+        return cls(label=str(data["label"]), latency=LatencyStats.from_json(data["latency"]),
+                   samples_ms=tuple(float(s) for s in data.get("samples_ms") or ()),
+                   speedup=data.get("speedup"), speedup_ci=(float(ci[0]), float(ci[1])) if ci else None)
 
 
 #: the isolation layer's ``status`` word for each state a child can report
@@ -99,6 +129,7 @@ class ChildResult:
     task_metric: float | None = None
     task_error: str | None = None
     profile: dict[str, Any] = field(default_factory=dict)
+    shapes: tuple[ShapeLatency, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -113,6 +144,7 @@ class ChildResult:
         data["status"] = _CHILD_STATUS.get(self.state, "crashed")
         data["latency"] = self.latency.to_json() if self.latency else None
         data["samples_ms"] = list(self.samples_ms)
+        data["shapes"] = [s.to_json() for s in self.shapes]
         return data
 
     @classmethod
@@ -124,4 +156,5 @@ class ChildResult:
         if kw.get("latency") is not None:
             kw["latency"] = LatencyStats.from_json(kw["latency"])
         kw["samples_ms"] = tuple(float(s) for s in kw.get("samples_ms") or ())
+        kw["shapes"] = tuple(ShapeLatency.from_json(s) for s in kw.get("shapes") or ())
         return cls(**kw)

@@ -64,8 +64,8 @@ def test_stop_then_resume(tmp_path, monkeypatch):
     config = StudyConfig(
         model=str(model), backend=FAULTY, search="full",
         expression="-fault:sleep_ms=300 -fault:label=[a|b] -ort:threads=[0|1] -fault:mode=[none|build_error]",
-        dataset=str(tmp_path / "ds.npz"), batch_size=4, revalidate_top_k=0, drift_every=0,
-        measurement=dict(QUICK),
+        dataset=str(tmp_path / "ds.npz"), batch_size=4, epsilon=1e-3, revalidate_top_k=0,
+        drift_every=0, measurement=dict(QUICK),
     )
     launch.launch(config, study)
     assert _wait(lambda: _status(study)[1] >= 1), (study / "tuner.log").read_text()

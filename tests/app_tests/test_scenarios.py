@@ -166,9 +166,23 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
         assert opt["description"] in captions
         if opt["type"] in ("int", "float"):
             assert float(shown[name].value) == float(opt["default"])
+    reasons = " ".join(w.value for w in at.warning)  # a study needs a gate (or No gate)
+    assert at.button(key="nr_start").disabled and "no accuracy gate" in reasons
+    at.checkbox(key="nr_use_eps").check().run()
     cmd = " ".join(c.value for c in at.code)
     assert '"search": "fast_tpe"' in cmd and '"task_metric": "top1"' in cmd
     # advanced settings start at the CLI's defaults
     assert at.text_input(key="nr_adv_batch_size").value == "1"
     assert at.text_input(key="nr_adv_revalidate_rounds").value == "12"  # the round budget
     assert at.text_input(key="nr_adv_build_timeout_s").value == "600"
+
+
+def test_new_run_offers_no_gate(empty_workspace, monkeypatch) -> None:
+    """A new study needs a gate: the form's Start stays disabled with the CLI's line until ε is
+    set or "No gate" is ticked (then the settings say no_gate)."""
+    at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    assert at.button(key="nr_start").disabled
+    at.checkbox(key="nr_no_gate").check().run()
+    assert not at.exception
+    assert any('"no_gate": true' in c.value for c in at.code)
+    assert not any("no accuracy gate" in w.value for w in at.warning)

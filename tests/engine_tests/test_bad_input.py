@@ -15,7 +15,7 @@ from .conftest import QUICK
 
 def _args(model, dataset, study, *extra):
     return ["tune", str(model), "--backend", FAULTY, "--expr", "-ort:threads=[0|1]",
-            "--dataset", str(dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+            "--dataset", str(dataset), "--batch-size", "4", "--epsilon", "1e-3", "--revalidate-top-k", "0",
             "--drift-every", "0", "--study", str(study), "--quiet", *extra,
             *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]
 

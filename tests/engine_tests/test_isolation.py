@@ -25,7 +25,7 @@ def _run(tmp_path, tiny_model, tiny_dataset, expr, **kw):
     cfg = StudyConfig(
         model=str(tiny_model), backend=FAULTY, expression=expr, search="fast",
         dataset=str(tiny_dataset), batch_size=4, measurement=QUICK, revalidate_top_k=0,
-        drift_every=0, **kw,
+        drift_every=0, **{"epsilon": 1e-3, **kw},
     )
     summary = Tuner(cfg, tmp_path / "study").run()
     with open_store(tmp_path / "study", readonly=True) as store:

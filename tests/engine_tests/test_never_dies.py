@@ -27,7 +27,7 @@ from .conftest import REPO
 
 def _args(model, dataset, study, *extra, expr="-ort:threads=[0|1]", quick=True):
     out = ["tune", str(model), "--backend", FAULTY, "--expr", expr,
-           "--dataset", str(dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+           "--dataset", str(dataset), "--batch-size", "4", "--epsilon", "1e-3", "--revalidate-top-k", "0",
            "--drift-every", "0", "--study", str(study), "--quiet"]
     if quick:
         out += [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
@@ -320,7 +320,7 @@ class TestSignalsAndStatus:
         from gptuner_core.engine.tuner import Tuner
 
         cfg = StudyConfig(model=str(tiny_model), backend=FAULTY, expression=self.EXPR,
-                          search="fast", dataset=str(tiny_dataset), batch_size=4,
+                          search="fast", dataset=str(tiny_dataset), batch_size=4, epsilon=1e-3,
                           revalidate_top_k=0, drift_every=0, measurement=dict(QUICK))
         Tuner(cfg, tmp_path / "study", progress=seen.append).run()
         assert seen and all(p.total is None or p.total >= p.done for p in seen)

@@ -18,7 +18,7 @@ from .conftest import REPO
 def _tune(model, dataset, study, env):
     args = [sys.executable, "-m", "gptuner_core", "tune", str(model), "--backend", FAULTY,
             "--expr", "-fault:sleep_ms=[0|300] -ort:threads=[0|1]", "--search", "full",
-            "--dataset", str(dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+            "--dataset", str(dataset), "--batch-size", "4", "--epsilon", "1e-3", "--revalidate-top-k", "0",
             "--drift-every", "0", "--profile-runs", "0", "--study", str(study), "--quiet",
             *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]
     return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -16,7 +16,7 @@ def test_each_built_candidate_stores_a_profile(tmp_path, tiny_model, tiny_datase
     study = tmp_path / "study"
     args = ["tune", str(tiny_model), "--backend", "onnxruntime", "--expr",
             "-ort:intra_op_num_threads=[0|1]", "--dataset", str(tiny_dataset), "--batch-size", "4",
-            "--revalidate-top-k", "0", "--drift-every", "0", "--study", str(study), "--quiet",
+            "--epsilon", "1e-3", "--revalidate-top-k", "0", "--drift-every", "0", "--study", str(study), "--quiet",
             "--profile-runs", "5",
             *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]
     assert main(args) == 0

@@ -101,7 +101,7 @@ def test_real_onnxruntime_candidates_run_in_fresh_processes_on_workers(cluster, 
     args = ["tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
             "--dataset", str(REPO / "assets/cnn_digits_eval.npz"), "--search", "full",
             "--expr", "-ort:enable_mem_pattern=[on|off]",
-            "--batch-size", "8", "--revalidate-top-k", "0",
+            "--batch-size", "8", "--metric", "cos", "--epsilon", "0.01", "--revalidate-top-k", "0",
             "--drift-every", "0", "--study", str(study), "--quiet", "--ray", "auto", "--workers", "2",
             ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
     assert main(args) == 0

@@ -25,7 +25,7 @@ def _tune(study, tiny_model, tiny_dataset, *extra):
     args = [sys.executable, "-m", "gptuner_core", "tune"]
     if "--continue" not in extra:
         args += [str(tiny_model), "--backend", FAULTY, "--expr", EXPR, "--search", "full",
-                 "--dataset", str(tiny_dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+                 "--dataset", str(tiny_dataset), "--batch-size", "4", "--epsilon", "1e-3", "--revalidate-top-k", "0",
                  "--drift-every", "0", "--quiet"]
         args += [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
     args += ["--study", str(study), *extra]

@@ -89,7 +89,7 @@ def slow_study(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
     slow = slowed(tmp / "slow.onnx")
     study = tmp / "slow-study"
     assert main(["tune", str(slow), "--dataset", str(dataset), "--batch-size", "16", "--backend",
-                 "onnxruntime", "--expr", ROUTE, "--study", str(study), *measure_args(),
+                 "onnxruntime", "--expr", ROUTE, "--epsilon", "1e-4", "--study", str(study), *measure_args(),
                  "--profile-runs", "0", "--quiet"]) == 0
     return slow, study
 
