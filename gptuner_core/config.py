@@ -143,6 +143,13 @@ def _check_measure_shapes(cfg: StudyConfig) -> None:
         msg = f"--measure-shapes: shape profile(s) {twice} given twice (expected distinct shapes)"
         raise ConfigError(msg)
     ShapeObjective.parse(cfg.shape_objective, shapes=max(len(labels), 1))
+    if labels and cfg.normalize:
+        msg = (
+            "--normalize re-measures the default at one shape on each worker's device, so it cannot "
+            f"put {len(labels)} --measure-shapes profiles on one scale (expected one of the two; "
+            "found both)"
+        )
+        raise ConfigError(msg)
 
 
 def validate_config(cfg: StudyConfig) -> None:

@@ -111,6 +111,7 @@ def test_weighted_objective_is_the_traffic_mix(wide, tmp_path):
     (["--measure-shapes", "x:1by256"], "--measure-shapes: shape '1by256' of input 'x'"),
     (["--measure-shapes", "y:1x256"], "not model inputs"),
     (["--measure-shapes", "x:1x128"], "axis 1: fixed at 256"),
+    (["--measure-shapes", "x:1x256", "--ray", "auto", "--workers", "2", "--normalize"], "--normalize re-measures the default at one shape"),
 ])
 def test_bad_shapes_are_one_line_and_no_folder(wide, tmp_path, capsys, extra, needle):
     model, ds = wide
