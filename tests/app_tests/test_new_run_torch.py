@@ -67,3 +67,16 @@ def test_bad_py_upload_is_one_line(empty_workspace, monkeypatch) -> None:
     assert not at.exception, at.exception
     assert any("upload 'broken.py' is not valid Python (line 1" in e.value for e in at.error)
     assert not list(empty_workspace.rglob("*.py"))
+
+
+def test_confirmed_factory_that_raises_is_one_line(empty_workspace, monkeypatch) -> None:
+    at = _new_run(empty_workspace, monkeypatch)
+    at.radio(key="nr_source").set_value("Upload").run()
+    at.file_uploader(key="nr_model_file").upload(
+        "bad.py", b"def factory():\n    raise RuntimeError('no weights here')\n").run()
+    at.button(key="nr_trust_upload").click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert any("the factory raised RuntimeError: no weights here" in e and "\n" not in e
+               for e in errors), errors
+    assert at.button(key="nr_start").disabled

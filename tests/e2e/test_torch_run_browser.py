@@ -89,6 +89,7 @@ def test_torch_sample_run_from_the_browser(tmp_path: Path) -> None:
                 assert not page.get_by_text("status: failed").is_visible(), page.inner_text("body")
                 page.wait_for_timeout(2000)
             marks["run finished"] = time.monotonic()
+            _idle(page)
             page.screenshot(path=str(ARTIFACTS / "e2e-torch-2-live.png"), full_page=True)
 
             # Results: the report download is the file `gptuner report` writes
