@@ -16,6 +16,9 @@ reported. ``(full load)`` is one fresh browser load of Overview (frontend boot i
     git worktree add --detach /tmp/gptuner_base 5985a8e
     .venv/bin/python benchmarks/dashboard_browser.py --sizes 1000 --base /tmp/gptuner_base
 
+(``mkdir /tmp/b && git archive COMMIT | tar -x -C /tmp/b`` gives a base without a worktree;
+``--pages Results,Overview`` times only those pages.)
+
 Figures from a loaded machine are upper bounds; say so when quoting them.
 """
 

@@ -36,16 +36,16 @@ source = st.radio(
 db: KnobDatabase | None = None
 if source == "backend + model":
     names = [n for n, a in data.backends() if a.available]
-    samples = {s.name: s.model for s in bundled_samples()}
     c1, c2 = st.columns(2)
     backend = c1.selectbox("Backend", names, key="kx_backend")
+    samples = {s.name: s for s in bundled_samples() if backend is None or s.fits(backend)}
     model = c2.selectbox("Model", list(samples) or ["(no bundled sample)"], key="kx_model")
     if not names:
         st.warning("No backend can describe models here:")
         widgets.backend_status()
     elif model in samples:
         try:
-            db = data.knob_database(backend, str(samples[model]), samples[model].stat().st_mtime_ns)
+            db = data.knob_database(backend, samples[model].model, samples[model].file.stat().st_mtime_ns)
         except GptunerError as exc:
             st.error(f"Cannot describe {model} with {backend}: {exc}")
 else:

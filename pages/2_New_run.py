@@ -40,7 +40,8 @@ expr_problems: list[str] = []
 expression = ""
 if db is not None:
     initial = newrun.starter_expression(backend.fields["backend"], db)
-    text, expr = expression_builder(db, key="nr_expr", initial=initial,
+    # one builder per backend: switching models keeps each backend's expression work
+    text, expr = expression_builder(db, key=f"nr_expr_{backend.fields['backend']}", initial=initial,
                                     label="Tunable expression (build it here or in the Knob explorer)")
     expression = str(expr) if expr is not None else ""
     if expr is None:

@@ -22,6 +22,7 @@ ws = widgets.page_setup("Results", "📊")
 st.title("Results")
 study, snap = widgets.require_snapshot(ws)
 running = views.effective_status(snap.meta.get("status"), pid_alive(snap.meta.get("pid"))) == "running"
+widgets.report_download(study)
 
 
 @st.fragment(run_every=3.0 if running else None)

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
     from gptuner_core.records import CandidateRecord
 
-META_KEYS = ("status", "status_message", "pid", "progress", "winner", "health", "knob_db")
+META_KEYS = ("status", "status_message", "pid", "progress", "winner", "health", "knob_db",
+             "lineage")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,8 +27,13 @@ class Section:
 
 
 def model_section(ws: Path) -> Section:
-    """Bundled sample or upload, and the dataset; checks the dataset against the model."""
+    """Bundled sample or upload, and the dataset; checks the dataset against the model.
+
+    An uploaded ``.py`` factory (or ``.pt2`` program) is code: until the user confirms the
+    named file, the section returns no model, so nothing reads or runs it.
+    """
     from gptuner_core.dashboard.workspace import MAX_UPLOAD_MB
+    from gptuner_core.dashboard.workspace import MODEL_SUFFIXES
     from gptuner_core.dashboard.workspace import bundled_samples
     from gptuner_core.dashboard.workspace import dataset_has_labels
     from gptuner_core.dashboard.workspace import save_upload
@@ -42,14 +47,21 @@ def model_section(ws: Path) -> Section:
         pick = st.selectbox("Sample model", list(samples), key="nr_sample")
         model, dataset = samples[pick].model, samples[pick].dataset
     else:
-        up = st.file_uploader(f"ONNX model (≤ {MAX_UPLOAD_MB} MB)", type=["onnx"],
-                              key="nr_model_file", max_upload_size=MAX_UPLOAD_MB)
+        up = st.file_uploader(
+            f"Model (≤ {MAX_UPLOAD_MB} MB): .onnx, or for the torch backend a .py file with "
+            "factory() -> (module, example_inputs) or a torch.export .pt2",
+            type=[s.lstrip(".") for s in MODEL_SUFFIXES], key="nr_model_file",
+            max_upload_size=MAX_UPLOAD_MB)
         if up is not None:
             try:
-                model = save_upload(ws, up.name, up.getvalue(), kind="model")
+                saved = save_upload(ws, up.name, up.getvalue(), kind="model")
             except GptunerError as exc:
                 st.error(str(exc))
                 problems.append(str(exc))
+            else:
+                model, problem = _trusted_model(saved, up.name)
+                if problem:
+                    problems.append(problem)
     ds_up = st.file_uploader(
         "Dataset / reference inputs (.npz, one array per model input, optional 'labels')"
         + (f" — default: {dataset.name}" if dataset else " — none: inputs are synthesized"),
@@ -62,22 +74,42 @@ def model_section(ws: Path) -> Section:
             st.error(str(exc))
             problems.append(str(exc))
             dataset = None
-    if model is None:
-        problems.append("no model: choose a bundled sample or upload an .onnx file")
+    if model is None and not problems:
+        problems.append("no model: choose a bundled sample or upload an .onnx, .py or .pt2 file")
     labels = bool(dataset) and dataset_has_labels(dataset)
     return Section(fields={"model": str(model) if model else "",
                            "dataset": str(dataset) if dataset else None},
                    problems=tuple(problems), extra={"labels": labels})
 
 
+def _trusted_model(saved: Path, name: str) -> tuple[str | None, str | None]:
+    """The model reference of an upload, once it may run: an ONNX file at once; a ``.py``
+    factory or ``.pt2`` only after the user confirmed the named file (kept per session)."""
+    from gptuner_core.dashboard import widgets
+    from gptuner_core.dashboard.trust import code_references
+    from gptuner_core.dashboard.workspace import FACTORY
+
+    model = f"{saved}:{FACTORY}" if saved.suffix == ".py" else str(saved)
+    refs = code_references({"model": model, "backend": "torch"})
+    trusted = state.get(state.TRUSTED_UPLOADS) or ()
+    if not refs or str(saved) in trusted:
+        return model, None
+    if widgets.confirm_code(refs, key="nr_trust_upload", action=f"use the uploaded '{name}'"):
+        state.put(state.TRUSTED_UPLOADS, (*trusted, str(saved)))
+        st.rerun()
+    return None, (f"the uploaded '{name}' is code the dashboard and the tuner would run: "
+                  "confirm it above before it is used")
+
+
 def check_dataset(backend: str, model: str, dataset: str | None) -> str | None:
     """One line when the dataset does not fit the model's inputs (names, rank, dtype)."""
     if not dataset or not model:
         return None
+    from gptuner_core.dashboard.workspace import model_file
     from gptuner_core.dataset import load_dataset
 
     try:
-        specs = data.input_specs(backend, model, Path(model).stat().st_mtime_ns)
+        specs = data.input_specs(backend, model, model_file(model).stat().st_mtime_ns)
         load_dataset(dataset, specs)
     except (GptunerError, OSError, ValueError) as exc:
         return f"dataset '{Path(dataset).name}' does not fit model '{Path(model).name}': {exc}"
@@ -88,11 +120,20 @@ def backend_section(model: str) -> Section:
     """Backend choice, its knob database and options (paths confined to the workspace)."""
     from gptuner_core.dashboard import widgets
     from gptuner_core.dashboard.trust import check_path_options
+    from gptuner_core.dashboard.workspace import is_torch_model
+    from gptuner_core.dashboard.workspace import model_file
     from gptuner_core.dashboard.workspace import workspace_dir
 
     avail = dict(data.backends())
-    usable = [n for n, a in avail.items() if a.available and n != "replay"]
+    torch_model = bool(model) and is_torch_model(model)
+    usable = [n for n, a in avail.items() if a.available and n != "replay"
+              and (n == "torch") == torch_model]
     if not usable:
+        if torch_model:
+            reason = getattr(avail.get("torch"), "reason", "") or "not registered"
+            line = f"{Path(model).name} needs the torch backend, which cannot run here ({reason})"
+            st.error(line)
+            return Section(problems=(line,))
         st.warning("No backend can run here:")
         widgets.backend_status()
         return Section(problems=("no backend can run on this machine",))
@@ -102,7 +143,7 @@ def backend_section(model: str) -> Section:
     db = None
     if model:
         try:
-            db = data.knob_database(backend, model, Path(model).stat().st_mtime_ns)
+            db = data.knob_database(backend, model, model_file(model).stat().st_mtime_ns)
         except (GptunerError, OSError) as exc:
             line = f"{backend} cannot describe {Path(model).name}: {exc}"
             st.error(line)
@@ -138,7 +179,8 @@ def accuracy_section(metrics: tuple[str, ...], *, has_labels: bool) -> Section:
                               key="nr_no_gate")
     c1, c2 = st.columns(2)
     tasks = ["top1", "none"] if has_labels else ["none", "top1"]
-    task = c1.selectbox("Task metric", tasks, key="nr_task",
+    # keyed by whether there are labels, so the default follows the dataset when it changes
+    task = c1.selectbox("Task metric", tasks, key="nr_task" if has_labels else "nr_task_unlabelled",
                         help="top1 needs a dataset with 'labels' (the default when it has them)")
     if task == "top1" and not has_labels:
         line = "task metric top1 needs a dataset with a 'labels' array (this one has none)"
@@ -213,8 +255,10 @@ def advanced_section(ws: Path) -> Section:
 
 #: a first expression per backend with real trade-offs: INT8 speed-ups, a route the accuracy
 #: gate must exclude (int4 weights on the CNN), a slow one; a few minutes on 2 cores
+#: (torch: each route is a fresh ``torch.compile``, about a minute on 2 cores, so three routes)
 STARTERS = {"onnxruntime": "-quant:mode=[off|qdq|qoperator|dynamic] -quant:reduce_range=[off|on] "
-                           "-quant:weight_type=[int8|int4] -ort:intra_op_num_threads=[0|1]"}
+                           "-quant:weight_type=[int8|int4] -ort:intra_op_num_threads=[0|1]",
+            "torch": "-torch:precision=[fp32|bf16] -inductor:freezing=[off|on]"}
 
 
 def starter_expression(backend: str, db: Any) -> str:

@@ -19,6 +19,7 @@ EXPRESSION = "gptuner.expression"  # expression built in the knob explorer, offe
 LAST_LAUNCH = "gptuner.last_launch"  # {"study", "pid", "command"} of the last Start
 RESUME_ASK = "gptuner.resume_ask"  # study name whose Resume waits for the code confirmation
 LOG_Y = "gptuner.log_y"  # accuracy axis in log scale (results)
+TRUSTED_UPLOADS = "gptuner.trusted_uploads"  # uploaded .py/.pt2 models the user confirmed
 
 DEFAULTS: dict[str, Any] = {
     STUDY: None,
@@ -29,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     LAST_LAUNCH: None,
     RESUME_ASK: None,
     LOG_Y: True,
+    TRUSTED_UPLOADS: (),
 }
 
 

@@ -139,3 +139,20 @@ def confirm_code(references: list[str], *, key: str, action: str = "resume this 
         + "\n".join(f"- `{r}`" for r in references)
     )
     return st.button(f"I trust this code: {action}", key=key, type="primary")
+
+
+def report_html(study: Path) -> str:
+    """The study's self-contained HTML report, as ``gptuner report STUDY -o FILE`` writes it."""
+    from gptuner_core.report import render_html
+    from gptuner_core.report import study_report
+
+    return render_html(study_report(study))
+
+
+def report_download(study: Path, *, key: str = "report_download") -> None:
+    """A button that downloads the study's HTML report; built only when pressed (deferred)."""
+    st.download_button(
+        "Download report (HTML)", data=lambda: report_html(study),
+        file_name=f"{study.name}-report.html", mime="text/html", key=key, on_click="ignore",
+        icon=":material/download:",
+        help=f"one self-contained file, the same as `gptuner report {study.name} -o report.html`")

@@ -62,23 +62,60 @@ def new_study_dir(workspace: Path, label: str) -> Path:
     return path
 
 
+#: model files the torch backend takes: a Python file with a ``factory`` (runs code) or a
+#: ``torch.export`` program
+TORCH_SUFFIXES = (".py", ".pt2")
+MODEL_SUFFIXES = (".onnx", *TORCH_SUFFIXES)
+FACTORY = "factory"
+
+
+def model_file(model: str | Path) -> Path:
+    """The file behind a model reference: ``x.py:factory`` -> ``x.py``; others unchanged."""
+    text = str(model)
+    head, sep, tail = text.rpartition(":")
+    if sep and head.endswith(".py") and tail and "/" not in tail:
+        return Path(head)
+    return Path(text)
+
+
+def is_torch_model(model: str | Path) -> bool:
+    """Whether a model reference is for the torch backend (``.py`` factory or ``.pt2``)."""
+    return model_file(model).suffix.lower() in TORCH_SUFFIXES
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sample:
-    """A bundled sample model with its evaluation set (``assets/<name>.onnx`` + ``_eval.npz``)."""
+    """A bundled sample model with its evaluation set: ``assets/<name>.onnx`` + ``_eval.npz``
+    (any ONNX backend), or the torch sample ``assets/torch_digits_cnn.py:factory``."""
 
     name: str
-    model: Path
+    model: str
     dataset: Path | None
+    backend: str | None = None  # the only backend that takes it (None: the ONNX backends)
+
+    @property
+    def file(self) -> Path:
+        return model_file(self.model)
+
+    def fits(self, backend: str) -> bool:
+        """Whether ``backend`` can take this sample's model."""
+        return backend == self.backend if self.backend else backend != "torch"
 
 
 def bundled_samples(assets: Path = ASSETS) -> list[Sample]:
-    """The ONNX models shipped in ``assets/`` with their ``<stem>_eval.npz`` when present."""
+    """The ONNX models shipped in ``assets/`` with their ``<stem>_eval.npz`` when present, then
+    the torch sample (``torch_digits_cnn.py:factory`` + ``torch_digits_eval.npz``)."""
     if not assets.is_dir():
         return []
     out = []
     for model in sorted(assets.glob("*.onnx")):
         ds = model.with_name(f"{model.stem}_eval.npz")
-        out.append(Sample(name=model.stem, model=model, dataset=ds if ds.is_file() else None))
+        out.append(Sample(name=model.stem, model=str(model), dataset=ds if ds.is_file() else None))
+    torch_sample = assets / "torch_digits_cnn.py"
+    if torch_sample.is_file():
+        ds = assets / "torch_digits_eval.npz"
+        out.append(Sample(name="torch_digits_cnn (torch)", model=f"{torch_sample}:{FACTORY}",
+                          dataset=ds if ds.is_file() else None, backend="torch"))
     return out
 
 
@@ -93,12 +130,18 @@ def save_upload(workspace: Path, filename: str, data: bytes, *, kind: str) -> Pa
         msg = f"upload '{filename}' is too large: {size_mb:.1f} MB (limit {MAX_UPLOAD_MB} MB)"
         raise UploadError(msg)
     suffix = Path(filename).suffix.lower()
-    expected = {"model": ".onnx", "dataset": ".npz", "knobs": ".json", "expression": ".txt"}[kind]
-    if suffix != expected:
-        msg = f"upload '{filename}': expected a {expected} file for the {kind} (got '{suffix or 'no extension'}')"
+    expected = {"model": MODEL_SUFFIXES, "dataset": (".npz",), "knobs": (".json",),
+                "expression": (".txt",)}[kind]
+    if suffix not in expected:
+        what = " or ".join(expected)
+        msg = f"upload '{filename}': expected a {what} file for the {kind} (got '{suffix or 'no extension'}')"
         raise UploadError(msg)
-    if kind == "model":
+    if suffix == ".onnx":
         check_onnx_bytes(filename, data)
+    elif suffix == ".py":
+        check_factory_source(filename, data)
+    elif suffix == ".pt2":
+        check_pt2_bytes(filename, data)
     elif kind == "dataset":
         check_npz_bytes(filename, data)
     folder = workspace / UPLOADS
@@ -128,6 +171,40 @@ def check_onnx_bytes(filename: str, data: bytes) -> list[str]:
         raise UploadError(msg)
     inits = {i.name for i in model.graph.initializer}
     return [i.name for i in model.graph.input if i.name not in inits]
+
+
+def check_factory_source(filename: str, data: bytes) -> None:
+    """Check a Python model file *without running it*: it parses and defines ``factory()``.
+
+    Raises:
+        UploadError: not UTF-8 text, a syntax error, or no top-level ``def factory``.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(data.decode("utf-8"), filename=filename)
+    except UnicodeDecodeError:
+        msg = f"upload '{filename}' is not a Python source file (expected UTF-8 text, got binary data)"
+        raise UploadError(msg) from None
+    except SyntaxError as exc:
+        msg = f"upload '{filename}' is not valid Python (line {exc.lineno}: {exc.msg})"
+        raise UploadError(msg) from None
+    found = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if FACTORY not in found:
+        msg = (f"upload '{filename}': expected a top-level function {FACTORY}() returning "
+               f"(module, example_inputs) (found {', '.join(found) or 'no functions'})")
+        raise UploadError(msg)
+
+
+def check_pt2_bytes(filename: str, data: bytes) -> None:
+    """A ``.pt2`` is the zip archive ``torch.export.save`` writes (checked without loading it)."""
+    import io
+    import zipfile
+
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        msg = (f"upload '{filename}' is not a torch.export program (expected the zip archive "
+               "torch.export.save writes, got other bytes)")
+        raise UploadError(msg)
 
 
 def check_npz_bytes(filename: str, data: bytes) -> list[str]:

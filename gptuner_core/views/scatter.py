@@ -63,6 +63,11 @@ def wrap_hover(text: str, width: int = HOVER_WIDTH, lines: int = HOVER_LINES) ->
     return "<br>".join(out[:lines])
 
 
+#: cells per decade of the log grid large studies are grouped on (a 520 px plot spans a few
+#: decades: finer cells only add markers the eye cannot separate and the browser must draw)
+GRID_PER_DECADE = 40
+
+
 def loss_floor(loss: pd.Series) -> float:
     """Where exact-zero losses are drawn on a log axis: a decade under the smallest positive."""
     positive = loss[loss > 0]
@@ -73,8 +78,8 @@ def group_points(sub: pd.DataFrame, y: pd.Series, *, coarse: bool) -> pd.DataFra
     """One row per marker: ``x``, ``y``, ``count``, ``numbers`` (first 8), ``route`` and
     ``first`` number of the group.
 
-    Exact duplicates (4 significant digits) are merged; ``coarse`` merges on a log grid of 80
-    cells per decade instead (large studies). Vectorized: one ``np.unique`` over the keys."""
+    Exact duplicates (4 significant digits) are merged; ``coarse`` merges on a log grid of
+    :data:`GRID_PER_DECADE` cells per decade instead (large studies). Vectorized: one ``np.unique`` over the keys."""
     import numpy as np
     import pandas as pd
 
@@ -82,8 +87,8 @@ def group_points(sub: pd.DataFrame, y: pd.Series, *, coarse: bool) -> pd.DataFra
     yy = y.to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         if coarse:
-            kx = np.round(np.log10(x) * 80)
-            ky = np.round(np.log10(np.maximum(yy, 1e-300)) * 80)
+            kx = np.round(np.log10(x) * GRID_PER_DECADE)
+            ky = np.round(np.log10(np.maximum(yy, 1e-300)) * GRID_PER_DECADE)
         else:  # 4 significant digits
             def sig4(v: np.ndarray) -> np.ndarray:
                 mag = np.floor(np.log10(np.abs(np.where(v == 0, 1.0, v))))
@@ -115,6 +120,22 @@ def group_points(sub: pd.DataFrame, y: pd.Series, *, coarse: bool) -> pd.DataFra
             labels[g] = ", ".join(f"#{n}" for n in lst)
     return pd.DataFrame({"x": gx, "y": gy, "count": counts[order], "route": routes[first[order]],
                          "first": numbers[first[order]], "numbers": labels})
+
+
+def group_untimed(sub: pd.DataFrame, y: pd.Series) -> pd.DataFrame:
+    """Candidates without a latency, one marker per (state, first error line, loss): ``y``,
+    ``count``, ``state``, ``error``, ``first`` number and ``numbers`` (first 8). Thousands of
+    crashes with the same cause are one marker, not thousands drawn on one spot."""
+    import pandas as pd
+
+    keyed = pd.DataFrame({
+        "number": sub["number"].to_numpy(), "state": sub["state"].astype(str).to_numpy(),
+        "error": sub["error"].fillna("").astype(str).str.split("\n", n=1).str[0].to_numpy(),
+        "y": y.to_numpy(dtype=float)})
+    grouped = keyed.groupby(["state", "error", "y"], sort=False)
+    out = grouped["number"].agg(first="first", count="size",
+                                numbers=lambda s: ", ".join(f"#{n}" for n in s.iloc[:8]))
+    return out.reset_index()
 
 
 def _hover(g: pd.DataFrame, loss_label: pd.Series | None = None) -> list[str]:
@@ -169,14 +190,16 @@ def accuracy_latency_figure(
         sub = untimed[untimed["category"] == cat]
         if sub.empty:
             continue
-        shown = sub.head(max_points)
-        fig.add_trace(scatter_class(len(shown))(
-            x=[lat_max * 1.08] * len(shown), y=ys(raw_loss[shown.index]), mode="markers",
+        g = group_untimed(sub, ys(raw_loss[sub.index]))
+        fig.add_trace(scatter_class(len(g))(
+            x=[lat_max * 1.08] * len(g), y=g["y"], mode="markers",
             name=f"{cat}, no latency ({len(sub)})",
-            marker={**STYLE[cat], "size": 9, "symbol": "x" if cat == FAILED else "x-open"},
-            customdata=shown[["number"]].to_numpy(),
-            hovertext=[f"#{n} {s}<br>{wrap_hover(e)}" for n, s, e in
-                       zip(shown["number"], shown["state"], shown["error"], strict=True)],
+            marker={**STYLE[cat], "size": 9 + 3 * np.log2(g["count"]),
+                    "symbol": "x" if cat == FAILED else "x-open"},
+            customdata=g[["first"]].to_numpy(),
+            hovertext=[f"{nums}{f' … ({c} candidates)' if c > 8 else ''} {st}<br>{wrap_hover(e)}"
+                       for nums, c, st, e in zip(g["numbers"], g["count"], g["state"], g["error"],
+                                                 strict=True)],
             hoverinfo="text",
         ))
     front_src = timed[timed["category"] == ELIGIBLE]

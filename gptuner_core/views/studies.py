@@ -45,6 +45,24 @@ class StudySummary:
     significant: bool | None
     stale: str
     message: str = ""
+    lineage: str = ""
+
+
+def lineage_text(config: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+    """Where a study came from: ``gptuner retune``'s recorded parent (and whether the old winner
+    held), and the studies it was warm-started from; ``""`` for a fresh study."""
+    from pathlib import Path
+
+    parts = []
+    lineage = meta.get("lineage") or {}
+    if isinstance(lineage, dict) and lineage.get("from"):
+        holds = lineage.get("old_winner_holds")
+        held = "" if holds is None else f" (old winner {'holds' if holds else 'does not hold'})"
+        parts.append(f"re-tuned from {Path(str(lineage['from'])).name}{held}")
+    warm = [Path(str(w)).name for w in (config.get("warm_start") or ())]
+    if warm:
+        parts.append("warm-started from " + ", ".join(warm))
+    return "; ".join(parts)
 
 
 def stale_reasons(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -97,6 +115,7 @@ def study_summary(
         verdict=_headline(win),
         stale="; ".join(stale) if stale else "",
         message=str(meta.get("status_message") or win.get("message") or ""),
+        lineage=lineage_text(config, meta),
     )
 
 
@@ -123,11 +142,12 @@ def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
                 "candidates": f"{s.done}/{s.total}" if s.total else str(s.done),
                 "verdict": best,
                 "stale": f"⚠ {s.stale}" if s.stale else "",
+                "lineage": s.lineage,
                 "message": s.message,
             }
         )
     cols = ["study", "status", "model", "backend", "search", "candidates",
-            "verdict", "stale", "message"]
+            "verdict", "stale", "lineage", "message"]
     return pd.DataFrame(rows, columns=cols)
 
 

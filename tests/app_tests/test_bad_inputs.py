@@ -76,7 +76,7 @@ def test_new_run_bad_expression_gives_reason(empty_workspace, monkeypatch) -> No
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
     at.switch_page("pages/2_New_run.py").run()
-    at.text_area(key="nr_expr_text").set_value("-quant:mode=[off|int2]").run()
+    at.text_area(key="nr_expr_onnxruntime_text").set_value("-quant:mode=[off|int2]").run()
     assert at.button(key="nr_start").disabled
     reasons = " ".join(w.value for w in at.warning)
     assert "Start is disabled" in reasons and "expression" in reasons

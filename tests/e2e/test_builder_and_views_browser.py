@@ -68,7 +68,7 @@ def _first_sample_knobs():
     from gptuner_core.backends import get_backend
     from gptuner_core.dashboard.workspace import bundled_samples
 
-    return get_backend("onnxruntime").describe(bundled_samples()[0].model)
+    return get_backend("onnxruntime").describe(bundled_samples()[0].file)
 
 
 def _multiselect(page, label: str):

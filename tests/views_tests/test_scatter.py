@@ -75,3 +75,21 @@ def test_large_study_is_grouped_but_exact_marks_stay() -> None:
     assert n_markers < 3000
     assert _trace(fig, "eligible (3001)")
     assert _trace(fig, "winner #1") and _trace(fig, "Pareto front")
+
+
+def test_untimed_failures_grouped_by_cause() -> None:
+    """Hundreds of crashes with one cause were hundreds of markers drawn on one spot (slow to
+    draw, unreadable); now one marker per cause, with its count and first numbers."""
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+
+    records = [rec(0, 10.0, 0.0)] + [
+        CandidateRecord(number=i, requested_route=f"-k={i}", state=CandidateState.CRASHED,
+                        error="SIGSEGV in build\ntraceback..." if i % 2 else "timeout after 600 s")
+        for i in range(1, 401)]
+    fig = views.accuracy_latency_figure(frame(records))
+    failed = _trace(fig, "crashed / failed, no latency (400)")
+    assert len(failed.x) == 2
+    text = " ".join(failed.hovertext)
+    assert "#1, #3, #5" in text and "(200 candidates)" in text and "SIGSEGV in build" in text
+    assert "traceback" not in text
