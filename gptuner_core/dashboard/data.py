@@ -151,6 +151,22 @@ def events(study_dir: str | Path, kind: str) -> tuple[dict[str, Any], ...]:
     return _events(path, revision(path), kind)
 
 
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def _health(path: str, rev: tuple[int, ...]) -> Any:
+    from gptuner_core.measurement import health_summary
+    from gptuner_core.storage import open_store
+
+    with open_store(path, readonly=True) as store:
+        return health_summary(store.candidates(), store.events("baseline"))
+
+
+def health(study_dir: str | Path) -> Any:
+    """The study's measurement health now (a ``HealthSummary``: tiles, drift chart points and
+    warnings from one computation over the current records and baselines)."""
+    path = str(Path(study_dir))
+    return _health(path, revision(path))
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def input_specs(backend: str, model: str, mtime_ns: int) -> Any:
     """The backend's input specs for ``model`` (``list[TensorSpec]``)."""

@@ -164,7 +164,7 @@ def accuracy_section(metrics: tuple[str, ...], *, has_labels: bool) -> Section:
     c1, c2, c3 = st.columns(3)
     metric = c1.selectbox("Metric (per output)", list(metrics), index=list(metrics).index("l2"),
                           key="nr_metric")
-    use_eps = c2.checkbox("Gate on ε (CLI default: off)", value=False, key="nr_use_eps")
+    use_eps = c2.checkbox("Gate on ε (a study needs a gate or No gate)", value=False, key="nr_use_eps")
     epsilon = None
     if use_eps:
         with c3:

@@ -130,19 +130,13 @@ def table_tab(study: Path, ranked: pd.DataFrame, metric: str) -> None:
 
 
 def health_tab(study: Path, snap: Snapshot) -> None:
-    health = snap.meta.get("health") or {}
-    h = st.columns(4)
-    pct = "{:.1%}".format
-    h[0].metric("median CV", pct(health["median_cv"]) if health.get("median_cv") is not None else "—")
-    dr = health.get("drift_range")
-    h[1].metric("default-route drift", f"{dr[0]:+.1%} … {dr[1]:+.1%}" if dr else "—")
-    h[2].metric("busy CPU share", pct(health["busy_share"]) if health.get("busy_share") is not None else "—")
-    h[3].metric("throttled share",
-                pct(health["throttled_share"]) if health.get("throttled_share") is not None else "—")
-    for warning in health.get("warnings", []):
+    health = data.health(study)  # tiles, chart and warnings from one computation
+    for col, tile in zip(st.columns(4), health.tiles(), strict=True):
+        col.metric(tile.label, tile.value, help=tile.help or None)
+    for warning in health.warnings:
         st.warning(warning)
     baselines = data.events(study, "baseline")
-    drift = views.drift_frame(snap.records, baselines)
+    drift = views.drift_frame(health.drift)
     if len(drift) > 1:
         st.plotly_chart(views.drift_figure(drift), key="res_drift")
         if st.checkbox("Normalize speed-ups to the default route measured nearest in time",

@@ -16,30 +16,29 @@ if TYPE_CHECKING:
 
 
 def _baselines(records: Sequence[CandidateRecord], payloads: Iterable[dict[str, Any]]) -> list[dict]:
-    """The default route's own measurement (candidate 0) plus every drift-sentinel re-measurement."""
-    out = []
-    first = next((r for r in records if r.number == 0), None)
-    if first is not None and first.latency is not None and first.finished_at is not None:
-        out.append({"after_candidate": 0, "time": float(first.finished_at),
-                    "median_ms": float(first.latency.median_ms), "source": "candidate #0"})
-    for p in payloads:
-        if p.get("median_ms") and p.get("time") is not None:
-            out.append({"after_candidate": p.get("after_candidate"), "time": float(p["time"]),
-                        "median_ms": float(p["median_ms"]), "source": "re-measured"})
-    return sorted(out, key=lambda b: b["time"])
+    """The default route's own measurement (candidate 0) plus every drift-sentinel re-measurement
+    (the points of :func:`gptuner_core.measurement.health.drift_view`)."""
+    from gptuner_core.measurement.health import drift_view
+
+    return [{"after_candidate": p.after_candidate, "time": p.time, "median_ms": p.median_ms,
+             "source": p.source} for p in drift_view(records, payloads).points]
 
 
-def drift_frame(records: Sequence[CandidateRecord], payloads: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per measurement of the default route: when, median, drift vs the first (%)."""
+def drift_frame(view: Any, payloads: Iterable[dict[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per measurement of the default route: when, median, drift vs the first (%).
+
+    ``view``: a :class:`~gptuner_core.measurement.health.DriftView` (the health summary's, so the
+    chart shows what the drift tile says), or the study's records with ``payloads``, the
+    baseline events."""
     import pandas as pd
 
-    rows = _baselines(records, payloads)
-    df = pd.DataFrame(rows, columns=["after_candidate", "time", "median_ms", "source"])
-    if not df.empty:
-        df["drift_pct"] = (df["median_ms"] / df["median_ms"].iloc[0] - 1.0) * 100.0
-    else:
-        df["drift_pct"] = []
-    return df
+    from gptuner_core.measurement.health import drift_view
+
+    if payloads is not None:
+        view = drift_view(view, payloads)
+    rows = [{"after_candidate": p.after_candidate, "time": p.time, "median_ms": p.median_ms,
+             "source": p.source, "drift_pct": p.drift * 100.0} for p in view.points]
+    return pd.DataFrame(rows, columns=["after_candidate", "time", "median_ms", "source", "drift_pct"])
 
 
 def drift_figure(df: pd.DataFrame) -> go.Figure:

@@ -41,7 +41,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as mp:  # other agents' studies never hold this lock dir
         mp.setenv("GPTUNER_LOCK_DIR", str(root / "locks"))
         rc = main(["tune", str(model), "--backend", FAULTY, "--expr", "-fault:call_ms=[0|40]",
-                     "--dataset", str(data), "--batch-size", "4", "--revalidate-top-k", "0",
+                     "--dataset", str(data), "--batch-size", "4", "--epsilon", "1e-4", "--revalidate-top-k", "0",
                      "--drift-every", "0", "--study", str(ws / "tiny"), "--quiet", "--profile-runs", "0",
                      *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]])
     assert rc == 0

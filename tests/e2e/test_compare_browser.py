@@ -38,7 +38,7 @@ def _study(ws: Path) -> Path:
     study = ws / "digits"
     assert main([
         "tune", str(SAMPLE), "--dataset", str(data), "--batch-size", "16", "--backend", "onnxruntime",
-        "--expr", "-ort:intra_op_num_threads=[1|2]", "--study", str(study), "--revalidate-top-k", "0",
+        "--expr", "-ort:intra_op_num_threads=[1|2]", "--study", str(study), "--epsilon", "1e-3", "--revalidate-top-k", "0",
         "--drift-every", "0", "--profile-runs", "0", "--quiet",
         *[a for opt in QUICK for a in ("--measure-option", opt)],
     ]) == 0

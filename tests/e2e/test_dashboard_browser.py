@@ -59,7 +59,7 @@ def test_launch_watch_and_inspect(tmp_path: Path) -> None:
             box.press("Control+Enter")
             _idle(page)
             expect(box).to_have_value(EXPRESSION)
-            page.get_by_text("Gate on ε (CLI default: off)").click()  # then ε = 1e-3
+            page.get_by_text("Gate on ε (a study needs a gate or No gate)").click()  # then ε = 1e-3
             expect(page.locator("code").filter(has_text=f'"expression": "{EXPRESSION}"').first).to_be_visible()
             expect(page.locator("code").filter(has_text='"epsilon": 0.001').first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "e2e-1-new-run.png"), full_page=True)

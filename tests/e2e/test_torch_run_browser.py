@@ -66,6 +66,8 @@ def test_torch_sample_run_from_the_browser(tmp_path: Path) -> None:
             box.fill(EXPRESSION)
             box.press("Control+Enter")
             _idle(page)
+            page.get_by_text("Gate on ε (a study needs a gate or No gate)").click()  # then ε = 1e-3
+            _idle(page)
             _fill(page, "Max candidates (blank = no limit)", "2")
             page.get_by_text("Backend options").click()
             _fill(page, "compile_threads (default: 0)", "1")
@@ -75,7 +77,8 @@ def test_torch_sample_run_from_the_browser(tmp_path: Path) -> None:
             config = page.locator("code").filter(has_text='"backend": "torch"').first
             expect(config).to_be_visible()
             for text in ("torch_digits_cnn.py:factory", "torch_digits_eval.npz", EXPRESSION,
-                         '"compile_threads": 1', '"revalidate_top_k": 0', '"task_metric": "top1"'):
+                         '"compile_threads": 1', '"revalidate_top_k": 0', '"task_metric": "top1"',
+                         '"epsilon": 0.001'):
                 expect(config).to_contain_text(text)
             page.screenshot(path=str(ARTIFACTS / "e2e-torch-1-new-run.png"), full_page=True)
             marks["form filled"] = time.monotonic()

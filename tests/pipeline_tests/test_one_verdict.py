@@ -152,10 +152,6 @@ def _drift_sentinel(study: Path, after: int) -> None:
                                      "cv": result.latency.cv, "telemetry": result.telemetry})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hook-up pending (H14's files): Results' health tab still shows the health stored at the "
-    "last finish; /work/h13-health-hookup.patch computes tiles, chart and warnings from one "
-    "health_summary() of the current baselines. Remove this mark with the patch."))
 def test_health_drift_tile_is_the_charts_drift(study, monkeypatch, tmp_path):
     """Defect: the drift tile read '+0.0%' while the chart beside it showed the default route at
     -85%: the tile showed the health stored when the study last finished, the chart the baselines

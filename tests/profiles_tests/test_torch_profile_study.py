@@ -39,7 +39,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     args = ["tune", f"{SAMPLE}:factory", "--backend", "torch", "--backend-option", "device=cpu",
             "--backend-option", "compile_threads=1", "--backend-option", "threads=1",
             "--dataset", str(REPO / "assets" / "torch_digits_eval.npz"), "--batch-size", "32",
-            "--expr", "-inductor:freezing=[off|on]", "--revalidate-top-k", "0", "--drift-every", "0",
+            "--expr", "-inductor:freezing=[off|on]", "--metric", "cos", "--epsilon", "0.01", "--revalidate-top-k", "0", "--drift-every", "0",
             "--study", str(folder), "--quiet", "--profile-runs", str(RUNS),
             *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]
     assert main(args) == 0
