@@ -29,6 +29,8 @@ def test_bundled_torch_sample(empty_workspace, monkeypatch) -> None:
     assert not at.exception, at.exception
     assert at.selectbox(key="nr_backend").options == ["torch"]
     assert at.selectbox(key="nr_task").value == "top1"  # the eval set has labels
+    assert at.button(key="nr_start").disabled, "a study needs a gate (or No gate)"
+    at.checkbox(key="nr_use_eps").check().run()
     config = " ".join(c.value for c in at.code)
     assert 'torch_digits_cnn.py:factory"' in config and "torch_digits_eval.npz" in config
     assert '"backend": "torch"' in config and "-torch:precision=[fp32|bf16]" in config
@@ -56,6 +58,7 @@ def test_uploaded_factory_runs_only_after_confirmation(empty_workspace, tmp_path
     assert not at.exception, at.exception
     assert marker.exists()
     assert at.selectbox(key="nr_backend").value == "torch"
+    at.checkbox(key="nr_use_eps").check().run()
     assert not at.button(key="nr_start").disabled
     assert any('mynet' in c.value and '.py:factory"' in c.value for c in at.code)
 

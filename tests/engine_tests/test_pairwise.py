@@ -42,7 +42,7 @@ def test_bad_candidates_are_one_line(tmp_path, tiny_model, tiny_dataset, capsys)
 def _tuned(tmp_path, tiny_model, tiny_dataset, capsys):
     study = tmp_path / "study"
     assert main(["tune", str(tiny_model), "--backend", FAULTY, "--expr", "-fault:call_ms=[0|40]",
-                 "--dataset", str(tiny_dataset), "--batch-size", "4", "--revalidate-top-k", "0",
+                 "--dataset", str(tiny_dataset), "--batch-size", "4", "--epsilon", "1e-4", "--revalidate-top-k", "0",
                  "--drift-every", "0", "--study", str(study), "--quiet", "--profile-runs", "0",
                  *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]]) == 0
     capsys.readouterr()
