@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gptuner_core.backends import load_backend
+from gptuner_core.engine import artifacts
 from gptuner_core.fingerprint import file_sha256
 from gptuner_core.records import CandidateState
 from gptuner_core.records import ChildJob
@@ -148,7 +149,7 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         feeds = list(iter_batches(inputs, int(job.batch_size), job.batch_axes))
         outs = [runner.infer(feed) for feed in feeds]
         outputs = stack_outputs(outs, [rows_of(f, job.batch_axes) for f in feeds])
-        np.savez(workdir / "outputs.npz", **outputs)
+        np.savez_compressed(workdir / "outputs.npz", **outputs)  # read once by the gate
         task = _task_metric(job, outputs)
         measured = _measure(runner, job)
         profile: dict[str, Any] = {}
@@ -161,6 +162,8 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
                                       model=job.model, runs=job.profile_runs)
             profile = {"path": str(out.path) if out.path else None, "error": out.error,
                        "seconds": out.seconds}
+            for graph in (workdir / "profile").glob("*.onnx"):  # the profiler's copy of the
+                graph.unlink(missing_ok=True)  # model graph, read once into profile.json
     return built.replace(**measured, **task, profile=profile).to_json()
 
 
@@ -180,6 +183,23 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
             Path(job.model), Route.parse(job.route), workdir / "artifact",
             calibration=_npz(job.calibration),
         )
+    elif artifacts.needs_rebuild(job.artifact, job.info):
+        build = _rebuild_in_place(job, backend, build)
     phase("measure")
     with backend.load(build) as runner:
         return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()
+
+
+def _rebuild_in_place(job: ChildJob, backend: Any, build: Any) -> Any:
+    """A pruned candidate's artifact, rebuilt from its route into its own folder (once: later
+    re-measurements find it there; a rebuild cut short is redone)."""
+    from gptuner_core.routes import Route
+
+    folder = artifacts.candidate_dir_of(job.artifact)
+    assert folder is not None, "only artifacts inside a candidate folder are pruned"
+    with artifacts.rebuilding(folder, lambda: artifacts.needs_rebuild(job.artifact, job.info)) as needed:
+        if not needed:
+            return build
+        print(f"[gptuner] rebuilding pruned artifact of {folder.name} from route {job.route!r}", flush=True)
+        return backend.build(Path(job.model), Route.parse(job.route), folder / "artifact",
+                             calibration=_npz(job.calibration))
