@@ -168,26 +168,34 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
 
 
 def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
-    from gptuner_core.backends import BuildResult
     from gptuner_core.routes import Route
 
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"
-    build = BuildResult(
-        artifact=Path(job.artifact), effective_route=job.effective_route or job.route, info=job.info,
-    )
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
         build = backend.build(
             Path(job.model), Route.parse(job.route), workdir / "artifact",
             calibration=_npz(job.calibration),
         )
-    elif artifacts.needs_rebuild(job.artifact, job.info):
-        build = _rebuild_in_place(job, backend, build)
+    else:
+        build = ensure_built(job, backend)
     phase("measure")
     with backend.load(build) as runner:
         return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()
+
+
+def ensure_built(job: ChildJob, backend: Any) -> Any:
+    """The recorded build of ``job.artifact`` (a ``BuildResult``), rebuilt from ``job.route``
+    first when ``--keep-artifacts`` pruned it (``engine.artifacts``)."""
+    from gptuner_core.backends import BuildResult
+
+    build = BuildResult(artifact=Path(str(job.artifact)), effective_route=job.effective_route or job.route,
+                        info=job.info)
+    if artifacts.needs_rebuild(job.artifact, job.info):
+        build = _rebuild_in_place(job, backend, build)
+    return build
 
 
 def _rebuild_in_place(job: ChildJob, backend: Any, build: Any) -> Any:

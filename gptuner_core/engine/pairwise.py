@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gptuner_core.engine.artifacts import needs_rebuild
 from gptuner_core.errors import BackendError
 from gptuner_core.errors import ConfigError
 
@@ -43,7 +44,8 @@ def compare_candidates(
         if rec is None:
             msg = f"candidate #{n} is not in the study '{ws.root}'"
             raise ConfigError(msg)
-        if not rec.eligible or not rec.artifact_path or not Path(rec.artifact_path).exists():
+        gone = rec.artifact_path and not Path(rec.artifact_path).exists()
+        if not rec.eligible or not rec.artifact_path or (gone and not needs_rebuild(rec.artifact_path, {})):
             msg = f"candidate #{n} has no measurable artifact ({rec.state.value}; artifact {rec.artifact_path or 'none'})"
             raise ConfigError(msg)
     from gptuner_core.backends import load_backend
