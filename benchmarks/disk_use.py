@@ -125,6 +125,10 @@ def main() -> int:
     print(json.dumps({"rc": rc, "wall_s": round(wall), "candidates": len(recs), "built": built,
                       "duplicates": dupes, "total": use.total, "peak_sampled": peak[0],
                       "freed": freed, "keep": args.keep_artifacts, "study": str(study)}))
+    if args.study is not None:  # the model copy goes; the study stays where it was asked
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if use.total <= 1_000_000_000 else 1
 
 

@@ -118,6 +118,37 @@ def prune_folder(folder: Path) -> int:
     return freed
 
 
+def trim_folder(folder: Path, info: dict[str, Any]) -> int:
+    """A kept candidate keeps what loading it needs: ``artifact/`` and the files its build info
+    names in the folder (with their siblings of the same stem, e.g. metadata or external data);
+    build scratch (a transform's intermediate models, the profiler's trace) goes. Bytes freed."""
+    named = [Path(v) for v in info.values() if isinstance(v, str) and os.path.isabs(v)]
+    named = [p for p in named if _inside(p, folder)]
+
+    def needed(path: Path) -> bool:
+        return any(path.parent == p.parent and (path.name == p.name or path.name.startswith(p.stem + "."))
+                   for p in named)
+
+    freed = 0
+    for entry in build_outputs(folder):
+        if entry.name == "artifact":
+            continue
+        files = [entry] if not entry.is_dir() else [f for f in entry.rglob("*") if not f.is_dir()]
+        for f in files:
+            if not needed(f):
+                freed += tree_bytes(f)
+                _remove(f)
+    return freed
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
 def needs_rebuild(artifact: str | os.PathLike[str] | None, info: dict[str, Any]) -> bool:
     """True when a recorded artifact is gone (pruned, or its rebuild was cut short): the
     artifact path, or a file its build info names inside the candidate folder, is missing."""

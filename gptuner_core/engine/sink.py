@@ -151,6 +151,10 @@ class StoreSink:
             self.times.append(max(0.0, rec.finished_at - rec.started_at))
         if rec.state is CandidateState.DUPLICATE and rec.duplicate_of is not None:
             rec = self._no_duplicate_copy(rec, history)
+        elif self.tuner.config.keep_artifacts != "all" and rec.artifact_path:
+            from gptuner_core.engine.artifacts import trim_folder
+
+            self._freed += trim_folder(self.tuner.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
         self.store.put_candidate(rec)
         self._keep_artifacts(history)
         self.report(history, "", "idle", rec)

@@ -85,3 +85,19 @@ def test_prune_study_keeps_the_kept_and_the_busy_and_disk_use(tmp_path):
     assert freed > 100_000 and before.total - after.total > 100_000
     assert "disk: " in after.summary() and "1 pruned" in after.summary()
     assert artifacts.prune_study(tmp_path, history, None) == 0  # all keeps everything
+
+
+def test_a_kept_candidate_keeps_only_what_loading_needs(tmp_path):
+    ws = StudyWorkspace(tmp_path)
+    path = make_candidate(ws, 1)
+    folder = ws.candidate_dir(1)
+    cache = folder / ".ort-transform-cache"
+    (cache / "k.json").write_text("{}")
+    (cache / "other.pre.onnx").write_bytes(b"p" * 5000)  # a transform's intermediate model
+    (folder / "profile").mkdir()
+    (folder / "profile" / "runtime_graph.onnx").write_bytes(b"g" * 5000)
+    info = {"transformed_model": str(cache / "k.onnx"), "optimized_model": path + "/model.optimized.onnx"}
+    assert artifacts.trim_folder(folder, info) >= 10000
+    assert sorted(p.name for p in cache.iterdir()) == ["k.json", "k.onnx"]
+    assert not list((folder / "profile").iterdir())
+    assert not artifacts.needs_rebuild(path, info)

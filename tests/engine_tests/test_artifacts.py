@@ -168,3 +168,18 @@ def test_continue_after_a_kill(tmp_path):
 
     assert all(r.state.is_finished() for r in recs)
     assert with_builds(study) == {0, winner.number} | {r.number for r in contenders(recs)[:1]}
+
+
+def test_profile_and_pairwise_of_a_pruned_candidate_rebuild_it(default_study, capsys):
+    """explain's profile_candidate and 'gptuner revalidate A B' on a pruned candidate rebuild it."""
+    from gptuner_core.explain import profile_candidate
+
+    recs, _, _ = records(default_study)
+    pruned = [r.number for r in recs if r.state is CandidateState.COMPLETE
+              and r.number in artifacts.disk_use(default_study).pruned]
+    assert len(pruned) >= 1, [(r.number, r.state.value) for r in recs]
+    assert profile_candidate(default_study, pruned[0], runs=5).is_file()
+    assert pruned[0] in with_builds(default_study)
+    if len(pruned) > 1:
+        assert main(["revalidate", str(default_study), "0", str(pruned[1]), "--max-rounds", "2"]) == 0
+        assert pruned[1] in with_builds(default_study)
