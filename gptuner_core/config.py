@@ -30,6 +30,7 @@ FLAGS = {
     "profile_runs": "--profile-runs", "build_workers": "--build-workers", "workers": "--workers",
     "metric": "--metric", "task_metric": "--task-metric", "measurement": "--measure-option",
     "measure_shapes": "--measure-shapes", "shape_objective": "--shape-objective",
+    "keep_artifacts": "--keep-artifacts",
 }
 
 
@@ -207,6 +208,15 @@ def validate(cfg: StudyConfig) -> None:
         msg = f"measurement must be a mapping of sampling settings (got {type(cfg.measurement).__name__})"
         raise ConfigError(msg)
     _check_measurement(cfg.measurement)
+    _check_keep_artifacts(cfg.keep_artifacts)
+
+
+def _check_keep_artifacts(value: Any) -> None:
+    from gptuner_core.engine.artifacts import KEEP_MODES
+
+    if value not in KEEP_MODES:
+        msg = f"--keep-artifacts must be one of {list(KEEP_MODES)} (got {value!r})"
+        raise ConfigError(msg)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +250,9 @@ class StudyConfig:
         build_workers/ray/workers/normalize: scale-out (``engine.scale_out.ScaleOut``): builds
             ahead in K processes (0 = chosen from cores and memory), Ray workers, one per device,
             and speed-ups against each device's own default route.
+        keep_artifacts: whose build outputs stay (``engine.artifacts``): ``top-k`` (the default's
+            and the re-validation contenders'), ``best`` (the default's and the winner's once
+            decided) or ``all``; ``true``/``false`` of older studies read as ``all``/``best``.
         profile_runs: runs of the per-layer profile captured after each candidate's latency
             samples, in a separate session (0 = no profile).
         warm_start: earlier study folders whose best routes (same knob database or model
@@ -271,7 +284,7 @@ class StudyConfig:
     revalidate_rounds: int = 12
     min_effect: float = 0.01
     drift_every: int = 10
-    keep_artifacts: bool = True
+    keep_artifacts: str = "top-k"
     output: str | None = None
     warm_start: tuple[str, ...] = ()
     profile_runs: int = 10
@@ -291,6 +304,9 @@ class StudyConfig:
     normalize: bool = False
 
     def __post_init__(self) -> None:
+        from gptuner_core.engine.artifacts import keep_mode
+
+        object.__setattr__(self, "keep_artifacts", keep_mode(self.keep_artifacts))  # legacy bool
         validate(self)
 
     def scale_out(self) -> ScaleOut:

@@ -23,6 +23,7 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
             "winner": store.get_meta("winner"),
             "health": store.get_meta("health"),
             "config": store.config(),
+            "disk_use": store.get_meta("disk_use"),
         }
     eligible = sorted(
         (r for r in records if r.eligible), key=lambda r: r.latency.median_ms  # type: ignore[union-attr]
@@ -70,6 +71,19 @@ def print_ranking(study: str | Path, limit: int | None = None) -> None:
         print(f"verdict: {w.headline()} ({w.message})")
 
 
+def disk_line(study: str | Path, recorded: object, config: dict) -> str:
+    """The study folder's disk use now (and the peak the tuner saw), with --keep-artifacts."""
+    from gptuner_core.engine.artifacts import disk_use
+    from gptuner_core.engine.artifacts import human_bytes
+    from gptuner_core.engine.artifacts import keep_mode
+
+    line = disk_use(study).summary()
+    peak = recorded.get("peak") if isinstance(recorded, dict) else None
+    if peak:
+        line += f"; peak {human_bytes(peak)}"
+    return f"{line}; --keep-artifacts {keep_mode(config.get('keep_artifacts', 'all'))}"
+
+
 class ShowCommand(Command):
     name = "show"
     help = "ranked table of a study's candidates"
@@ -94,6 +108,7 @@ class ShowCommand(Command):
         if meta["message"]:
             print(meta["message"])
         print_ranking(args.study, limit=args.limit)
+        print(disk_line(args.study, meta.get("disk_use"), meta["config"]))
         health = meta.get("health")
         if isinstance(health, dict):
             for w in health.get("warnings", []):

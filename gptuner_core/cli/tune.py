@@ -166,7 +166,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         revalidate_rounds=args.revalidate_rounds,
         min_effect=args.min_effect,
         drift_every=args.drift_every,
-        keep_artifacts=not args.discard_artifacts,
+        keep_artifacts="best" if args.discard_artifacts else args.keep_artifacts,
         profile_runs=args.profile_runs,
         build_workers=args.build_workers,
         ray=args.ray,
@@ -256,7 +256,12 @@ class TuneCommand(Command):
         parser.add_argument("--revalidate-rounds", type=int, default=12, help="round budget of the sequential re-validation (it stops as soon as each contender is decided)")
         parser.add_argument("--min-effect", type=float, default=0.01)
         parser.add_argument("--drift-every", type=int, default=10)
-        parser.add_argument("--discard-artifacts", action="store_true")
+        parser.add_argument("--keep-artifacts", choices=["best", "top-k", "all"], default="top-k",
+                            help="whose build outputs stay: top-k (default: the default route's and "
+                            "the re-validation contenders'), best (the default's and the winner's) "
+                            "or all; duplicates never keep a copy")
+        parser.add_argument("--discard-artifacts", action="store_true",
+                            help="same as --keep-artifacts best (kept for older scripts)")
         parser.add_argument("--build-workers", type=int, default=1, metavar="K",
                             help="build the next proposals in K processes while one candidate is "
                             "measured (0 = chosen from cores and memory; 1 = one at a time)")

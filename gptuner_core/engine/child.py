@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gptuner_core.backends import load_backend
+from gptuner_core.engine import artifacts
 from gptuner_core.fingerprint import file_sha256
 from gptuner_core.records import CandidateState
 from gptuner_core.records import ChildJob
@@ -171,7 +172,7 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         feeds = list(iter_batches(inputs, int(job.batch_size), job.batch_axes))
         outs = [runner.infer(feed) for feed in feeds]
         outputs = stack_outputs(outs, [rows_of(f, job.batch_axes) for f in feeds])
-        np.savez(workdir / "outputs.npz", **outputs)
+        np.savez_compressed(workdir / "outputs.npz", **outputs)  # read once by the gate
         task = _task_metric(job, outputs)
         measured = _measure(runner, job)
         profile: dict[str, Any] = {}
@@ -184,25 +185,52 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
                                       model=job.model, runs=job.profile_runs)
             profile = {"path": str(out.path) if out.path else None, "error": out.error,
                        "seconds": out.seconds}
+            for graph in (workdir / "profile").glob("*.onnx"):  # the profiler's copy of the
+                graph.unlink(missing_ok=True)  # model graph, read once into profile.json
     return built.replace(**measured, **task, profile=profile).to_json()
 
 
 def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
-    from gptuner_core.backends import BuildResult
     from gptuner_core.routes import Route
 
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"
-    build = BuildResult(
-        artifact=Path(job.artifact), effective_route=job.effective_route or job.route, info=job.info,
-    )
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
         build = backend.build(
             Path(job.model), Route.parse(job.route), workdir / "artifact",
             calibration=_npz(job.calibration),
         )
+    else:
+        build = ensure_built(job, backend)
     phase("measure")
     with backend.load(build) as runner:
         return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()
+
+
+def ensure_built(job: ChildJob, backend: Any) -> Any:
+    """The recorded build of ``job.artifact`` (a ``BuildResult``), rebuilt from ``job.route``
+    first when ``--keep-artifacts`` pruned it (``engine.artifacts``)."""
+    from gptuner_core.backends import BuildResult
+
+    build = BuildResult(artifact=Path(str(job.artifact)), effective_route=job.effective_route or job.route,
+                        info=job.info)
+    if artifacts.needs_rebuild(job.artifact, job.info):
+        build = _rebuild_in_place(job, backend, build)
+    return build
+
+
+def _rebuild_in_place(job: ChildJob, backend: Any, build: Any) -> Any:
+    """A pruned candidate's artifact, rebuilt from its route into its own folder (once: later
+    re-measurements find it there; a rebuild cut short is redone)."""
+    from gptuner_core.routes import Route
+
+    folder = artifacts.candidate_dir_of(job.artifact)
+    assert folder is not None, "only artifacts inside a candidate folder are pruned"
+    with artifacts.rebuilding(folder, lambda: artifacts.needs_rebuild(job.artifact, job.info)) as needed:
+        if not needed:
+            return build
+        print(f"[gptuner] rebuilding pruned artifact of {folder.name} from route {job.route!r}", flush=True)
+        return backend.build(Path(job.model), Route.parse(job.route), folder / "artifact",
+                             calibration=_npz(job.calibration))

@@ -225,7 +225,7 @@ class IsolatedEvaluator:
         settings = cfg.accuracy_settings()
         first = rec.number == 0 or not ws.golden.exists()
         if first:
-            save_npz_atomic(ws.golden, outputs)
+            save_npz_atomic(ws.golden, outputs, compressed=True)
             if res.task_metric is not None:
                 write_atomic(ws.reference, json.dumps({"task_metric": res.task_metric}).encode())
             golden, reference = outputs, None
@@ -236,17 +236,14 @@ class IsolatedEvaluator:
                 reference = json.loads(ws.reference.read_text(encoding="utf-8")).get("task_metric")
         result = verdict.gate(outputs, golden, settings, reference,
                               task_value=res.task_metric, task_error=res.task_error)
-        if not first and not cfg.keep_artifacts:
+        if cfg.keep_artifacts != "all":  # the gate has read them (golden.npz keeps the default's)
             (workdir / "outputs.npz").unlink(missing_ok=True)
         if first and result.state is CandidateState.ACCURACY_FAILED and not res.task_error:
             result = verdict.GateResult(state=CandidateState.COMPLETE, accuracy=result.accuracy, error=None)
         return rec.replace(state=result.state, accuracy=result.accuracy, error=result.error)
 
     def _finish(self, rec: CandidateRecord) -> CandidateRecord:
-        if not self.ctx.config.keep_artifacts and rec.number != 0 and rec.artifact_path:
-            art = Path(rec.artifact_path)
-            shutil.rmtree(art, ignore_errors=True) if art.is_dir() else art.unlink(missing_ok=True)
-        return rec
+        return rec  # whose artifacts stay is the sink's (engine.artifacts, --keep-artifacts)
 
     # -- re-measuring ----------------------------------------------------------------------
     def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gptuner_core.engine.artifacts import needs_rebuild
 from gptuner_core.errors import BackendError
 from gptuner_core.errors import ConfigError
 from gptuner_core.records.pairwise import Comparison
@@ -73,7 +74,9 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
             msg = (f"candidate #{n} is {rec.state.value}: only candidates that built, measured "
                    "and passed the accuracy gate can be compared")
             raise ConfigError(msg)
-        if not rec.artifact_path or not Path(rec.artifact_path).exists():
+            raise ConfigError(msg)
+        gone = not rec.artifact_path or not Path(rec.artifact_path).exists()
+        if gone and not (rec.artifact_path and needs_rebuild(rec.artifact_path, {})):  # pruned: rebuilt
             msg = (f"candidate #{n} has no measurable artifact (artifact "
                    f"{rec.artifact_path or 'none'} is gone: the study was tuned with --discard-artifacts, or the file was removed)")
             raise ConfigError(msg)

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
 from gptuner_core.records import Progress
 from gptuner_core.records import StudyStatus
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.tuner import Tuner
     from gptuner_core.records import ChildResult
+    from gptuner_core.records import Winner
     from gptuner_core.storage import StudyStore
     from gptuner_core.strategies import Proposal
     from gptuner_core.strategies import Strategy
@@ -41,6 +43,10 @@ class StoreSink:
         self.prior_elapsed = float(before.elapsed_s or 0.0)
         self.times: list[float] = []
         self._waiting = False
+        self._in_flight: set[int] = set()
+        disk = store.get_meta("disk_use") or {}
+        self._peak_disk = int(disk.get("peak", 0) or 0)
+        self._freed = int(disk.get("freed", 0) or 0)  # bytes pruned or never kept (duplicates)
 
     def elapsed_s(self) -> float:
         return self.prior_elapsed + time.monotonic() - self.started_mono
@@ -75,8 +81,43 @@ class StoreSink:
             elapsed_s=self.elapsed_s(), last=last,
         )
         self.store.set_progress(progress)
+        if finished:  # the study has its winner (or none): --keep-artifacts applied for good
+            self._keep_artifacts(history, self.store.winner())
         if self.tuner.progress_cb is not None:
             self.tuner.progress_cb(progress)
+
+    def _keep_artifacts(self, history: list[CandidateRecord], winner: Winner | None = None) -> None:
+        """Prune the build outputs nobody needs any more (``engine.artifacts``) and record the
+        study's disk use (meta ``disk_use``: now and the peak seen at candidate boundaries)."""
+        from gptuner_core.engine import artifacts
+
+        cfg, root = self.tuner.config, self.tuner.ws.root
+        before = artifacts.tree_bytes(root)
+        keep = artifacts.kept_numbers(history, cfg.keep_artifacts, cfg.revalidate_top_k, winner)
+        self._freed += artifacts.prune_study(root, history, keep, busy=self._in_flight)
+        if winner is not None and keep is not None:
+            self._freed += artifacts.prune_remeasurements(root)
+        use = artifacts.disk_use(root)
+        self._peak_disk = max(self._peak_disk, before, use.total)
+        self.store.set_meta("disk_use", {**use.to_json(), "peak": self._peak_disk, "freed": self._freed})
+
+    def _no_duplicate_copy(self, rec: CandidateRecord, history: list[CandidateRecord]) -> CandidateRecord:
+        """A duplicate's own build goes; its record (stored and in ``history``) points at the
+        first candidate's artifact."""
+        from gptuner_core.engine.artifacts import drop_duplicate_copy
+
+        original = next((r for r in history if r.number == rec.duplicate_of), None)
+        if original is None:
+            return rec
+        from gptuner_core.engine.artifacts import build_outputs
+        from gptuner_core.engine.artifacts import tree_bytes
+
+        root = self.tuner.ws.root
+        self._freed += sum(tree_bytes(p) for p in build_outputs(self.tuner.ws.candidate_dir(rec.number)))
+        for i, r in enumerate(history):
+            if r.number == rec.number:
+                history[i] = drop_duplicate_copy(root, r, original)
+        return drop_duplicate_copy(root, rec, original)
 
     def waiting(self, w: object) -> None:
         """Another study holds the measuring device: say so (status and progress)."""
@@ -99,12 +140,23 @@ class StoreSink:
     def started(self, rec: CandidateRecord) -> None:
         self._running()
         log = self.tuner.ws.candidate_dir(rec.number) / "log.txt"
+        self._in_flight.add(rec.number)
         self.store.put_candidate(rec.replace(log_path=str(log)))
 
     def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None:
+        """Record a finished candidate (``history`` already holds it), then apply
+        ``--keep-artifacts`` to the candidates that can no longer be contenders."""
+        self._in_flight.discard(rec.number)
         if rec.started_at and rec.finished_at:  # per candidate: right with several in flight
             self.times.append(max(0.0, rec.finished_at - rec.started_at))
+        if rec.state is CandidateState.DUPLICATE and rec.duplicate_of is not None:
+            rec = self._no_duplicate_copy(rec, history)
+        elif self.tuner.config.keep_artifacts != "all" and rec.artifact_path:
+            from gptuner_core.engine.artifacts import trim_folder
+
+            self._freed += trim_folder(self.tuner.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
         self.store.put_candidate(rec)
+        self._keep_artifacts(history)
         self.report(history, "", "idle", rec)
 
     def replaced(self, rec: CandidateRecord) -> None:

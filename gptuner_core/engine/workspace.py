@@ -7,7 +7,8 @@ Layout::
     STUDY/inputs.npz          measurement + accuracy inputs    STUDY/calibration.npz
     STUDY/labels.npy          labels for task metrics          STUDY/golden.npz, reference.json
     STUDY/stop                a stop request                   STUDY/tuner.log, tuner.pid
-    STUDY/candidates/NNNNN/   one folder per candidate (job, phase, result, log, outputs, artifact)
+    STUDY/candidates/NNNNN/   one folder per candidate (job, phase, result, log, outputs, artifact;
+                              build outputs pruned per --keep-artifacts, see ``engine.artifacts``)
     STUDY/baselines/NNNNN/    drift re-measurements of the default route
     STUDY/revalidation/       interleaved re-validation rounds
 
@@ -231,9 +232,9 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def save_npz_atomic(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def save_npz_atomic(path: Path, arrays: dict[str, np.ndarray], *, compressed: bool = False) -> None:
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    (np.savez_compressed if compressed else np.savez)(buf, **arrays)
     write_atomic(path, buf.getvalue())
 
 

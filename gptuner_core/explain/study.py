@@ -168,7 +168,10 @@ def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> 
         raise ProfileError(msg)
     if rec.duplicate_of is not None:
         return profile_candidate(study_dir, rec.duplicate_of, runs=runs)
-    if not rec.artifact_path or not Path(rec.artifact_path).exists():
+    from gptuner_core.engine.artifacts import needs_rebuild
+
+    pruned = rec.artifact_path and needs_rebuild(rec.artifact_path, {})  # --keep-artifacts: rebuilt
+    if not rec.artifact_path or not (Path(rec.artifact_path).exists() or pruned):
         msg = (f"candidate #{number} has no artifact to profile (state {rec.state.value}, "
                f"artifact {rec.artifact_path or 'none'}; expected a built candidate)")
         raise ProfileError(msg)
@@ -180,6 +183,13 @@ def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> 
     backend = load_backend(job["backend"], job.get("backend_options", {}))
     build = BuildResult(artifact=Path(rec.artifact_path), effective_route=rec.effective_route or "",
                         info=dict(rec.extra.get("info") or {}))
+    if pruned or needs_rebuild(rec.artifact_path, build.info):
+        from gptuner_core.engine.child import ensure_built
+        from gptuner_core.records import ChildJob
+
+        child_job = ChildJob.from_json(job).replace(
+            artifact=rec.artifact_path, effective_route=rec.effective_route, info=build.info)
+        build = ensure_built(child_job, backend)
     with np.load(job["inputs"], allow_pickle=False) as data:
         feeds = {k: data[k][: int(job["batch_size"])] for k in data.files}
     with backend.load(build) as runner:
