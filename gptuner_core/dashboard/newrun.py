@@ -238,7 +238,12 @@ def advanced_section(ws: Path) -> Section:
         st.markdown("**Measurement** (`--measure-option`)")
         measurement, m_problems = forms.measurement_form(key="nr_meas")
         problems += m_problems
-        keep = st.checkbox("Keep every candidate's artifact", value=True, key="nr_keep")
+        from gptuner_core.engine.artifacts import DEFAULT_KEEP
+        from gptuner_core.engine.artifacts import KEEP_MODES
+
+        keep = st.selectbox("Keep artifacts (--keep-artifacts)", KEEP_MODES, index=KEEP_MODES.index(DEFAULT_KEEP),
+                            key="nr_keep", help="top-k: the default and the re-validation contenders; "
+                            "best: the default and the winner; all: every distinct build")
         names = [p.name for p in study_dirs(ws)]
         warm = st.multiselect("Warm start from earlier studies", names, key="nr_warm")
         output = st.text_input("Copy the best artifact to (path in the workspace; blank = none)",

@@ -175,6 +175,11 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
     assert at.text_input(key="nr_adv_batch_size").value == "1"
     assert at.text_input(key="nr_adv_revalidate_rounds").value == "12"  # the round budget
     assert at.text_input(key="nr_adv_build_timeout_s").value == "600"
+    # defect: the form kept every artifact (a checkbox, True) while the CLI keeps top-k
+    from gptuner_core.config import StudyConfig
+
+    assert at.selectbox(key="nr_keep").value == StudyConfig(model="m").keep_artifacts == "top-k"
+    assert '"keep_artifacts": "top-k"' in cmd
 
 
 def test_new_run_offers_no_gate(empty_workspace, monkeypatch) -> None:
