@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from gptuner_core.backends.onnxruntime import OnnxRuntimeBackend
