@@ -151,6 +151,7 @@ def test_real_model_tunes_end_to_end(name: str, manifest: dict, tmp_path: Path,
         winner = store.winner()
         fingerprint = store.fingerprint()
         knob_db = store.get_meta("knob_db")
+        batch_axes = store.get_meta("batch_axes")
     report = {"name": name, "candidates": [
         {"route": r.requested_route, "state": r.state.value, "speedup": r.speedup and round(r.speedup, 3),
          "task": r.accuracy and r.accuracy.task_metric, "error": (r.error or "")[:100]} for r in recs]}
@@ -170,17 +171,25 @@ def test_real_model_tunes_end_to_end(name: str, manifest: dict, tmp_path: Path,
     assert not list(elsewhere.iterdir()), "the study wrote into the working directory"
     quantized = [r for r in recs if "mode=off" not in r.requested_route and r.state.value != "DUPLICATE"]
     for rec in quantized:  # Paddle exports (Constant weights) quantize after quant_pre_process
-        assert rec.extra["info"]["quantized_nodes"], report
-    check_class(name, entry, recs, fingerprint, knob_db)
+        info = rec.extra["info"]
+        assert info["quantized_nodes"] and info["transform"]["preprocess"], report
+    check_class(name, entry, recs, fingerprint, knob_db, batch_axes)
 
 
 def check_class(name: str, entry: dict[str, Any], recs: list[Any], fingerprint: dict[str, Any],
-                knob_db: dict[str, Any]) -> None:
+                knob_db: dict[str, Any], batch_axes: dict[str, Any]) -> None:
     """The failure class the model stands for, as the tuner recorded it."""
+    import onnx
+
     inputs = fingerprint["inputs"]
     if name.startswith("ocr_"):  # -1 and '?' read as dynamic (the dataset ran at batch 8)
         assert all("-1" not in spec and "?" not in spec for spec in inputs), inputs
+    if "NCHWc identity" in entry["classes"]:  # the DUPLICATE's twin really has NCHWc nodes
+        optimized = Path(recs[0].artifact_path) / "model.optimized.onnx"
+        graph = onnx.load(str(optimized), load_external_data=False).graph
+        assert any(n.domain == "com.microsoft.nchwc" for n in graph.node)
     if name == "silero":  # state fed with its batch on axis 1, sr whole; compute in If subgraphs
+        assert batch_axes == {"input": 0, "state": 1, "sr": None}, batch_axes
         assert any(o["option"].startswith(entry["node_knob_prefix"]) for o in knob_db["tuner_options"])
         assert set(recs[1].accuracy.losses) == {"output", "stateN"}
     if name == "minilm":  # both outputs recorded, only sentence_embedding gated
