@@ -213,7 +213,9 @@ def check_class(name: str, entry: dict[str, Any], recs: list[Any], fingerprint: 
         from gptuner_core import fingerprint as fp
 
         files = OnnxRuntimeBackend().model_files(Path(entry["model"]))
+        assert [f.name for f in files] == ["minilm.onnx", "minilm.onnx.data"]
         assert fingerprint["model_sha256"] == fp.model_sha256(files)  # the .data file counts
+        assert fingerprint["model_sha256"] != fp.file_sha256(Path(entry["model"]))
     if name == "sklearn_mlp":  # top1 read the probabilities (reading label would not reach 0.85)
         assert recs[0].accuracy.task_metric_name == "top1"
 
@@ -229,14 +231,12 @@ def test_zipmap_refused_and_sklearn_top1(manifest: dict) -> None:
         OnnxRuntimeBackend().describe(Path(entry["zipmap_model"]))
 
 
-def test_minilm_external_data_and_synthetic_ids(manifest: dict, tmp_path: Path) -> None:
-    """MiniLM's data file is fingerprinted; synthetic ids within the vocabulary run the model;
-    a batch size beyond the dataset is refused with both sizes."""
-    from gptuner_core import fingerprint
-    from gptuner_core.dataset import load_dataset
+def test_minilm_external_data_and_synthetic_ids(manifest: dict, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """MiniLM's data file is listed with the model; synthetic ids within the vocabulary run the
+    model; ``gptuner tune`` refuses a batch size beyond the dataset in one line with both sizes,
+    before anything is written."""
     from gptuner_core.dataset import synthesize
-    from gptuner_core.dataset import validate_batch_size
-    from gptuner_core.errors import DatasetError
     from gptuner_core.routes import Route
     from gptuner_core.shapes import input_specs
     from gptuner_core.shapes import parse_value_ranges
@@ -246,8 +246,7 @@ def test_minilm_external_data_and_synthetic_ids(manifest: dict, tmp_path: Path) 
         pytest.skip("minilm not in the real-model set")
     backend = OnnxRuntimeBackend()
     model = Path(entry["model"])
-    files = backend.model_files(model)
-    assert [f.name for f in files] == ["minilm.onnx", "minilm.onnx.data"]
+    assert [f.name for f in backend.model_files(model)] == ["minilm.onnx", "minilm.onnx.data"]
     specs = input_specs(backend.input_specs(model), value_ranges=parse_value_ranges(entry["value_ranges"]))
     synthetic = synthesize(specs, 4, dims={"sequence": 32})
     assert "synthetic inputs" in synthetic.describe()
@@ -256,7 +255,12 @@ def test_minilm_external_data_and_synthetic_ids(manifest: dict, tmp_path: Path) 
     default = backend.build(model, Route.parse(""), tmp_path / "d")
     with backend.load(default) as runner:
         assert runner.infer(synthetic.head(4))["sentence_embedding"].shape == (4, 384)
-    ds = load_dataset(entry["dataset"], specs)
-    with pytest.raises(DatasetError, match=r"batch size 64 is larger than dataset .*\(32 rows\)"):
-        validate_batch_size(specs, 64, dataset=ds)
-    assert fingerprint.model_sha256(files) != fingerprint.file_sha256(model)
+    study = tmp_path / "study"
+    argv = tune_argv(entry, CASES["minilm"], study)
+    argv[argv.index("--batch-size") + 1] = "64"
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if "batch size 64 is larger than dataset" in line
+            and "(32 rows)" in line], err
+    assert not study.exists()
