@@ -137,7 +137,8 @@ class OnnxRuntimeBackend(Backend):
 
         if not (build.artifact / OPTIMIZED_NAME).is_file():
             return None
-        return artifact_identity(build.artifact, OPTIMIZED_NAME)
+        loaded = build.info.get("transformed_model")  # external data lies beside it
+        return artifact_identity(build.artifact, OPTIMIZED_NAME, Path(loaded).parent if loaded else None)
 
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return M.input_specs(M.load_model(model))

@@ -8,7 +8,9 @@ so node names, intermediate value names and the order of independent nodes (whic
 varies between builds) do not count. Graph inputs and outputs keep their names (they are the
 model's interface).
 The session options ONNX Runtime reported (``session.json``) are hashed with it, since they
-change how the same graph runs.
+change how the same graph runs. Weights ONNX Runtime did not change stay in the optimized model as
+references into the data file of the model it loaded (external data), relative to that model's
+folder, not the artifact's: they are read from there (``data_dir``) and hashed by content.
 """
 
 from __future__ import annotations
@@ -77,27 +79,33 @@ def _graph_sha(graph: onnx.GraphProto, outer: dict[str, str]) -> str:
     return _sha("graph", *sorted(node_shas), "|", *outputs)
 
 
-def canonical_model_sha256(path: str | Path) -> str:
+def canonical_model_sha256(path: str | Path, data_dir: str | Path | None = None) -> str:
     """sha256 of an ONNX file's computation, independent of node/value names and node order.
 
     Each value is identified by what computes it (a Merkle hash over op type, domain, attributes
     and the identities of its inputs; graph inputs by name and type, initializers by content),
     the graph by the sorted identities of its nodes and those of its outputs. Opsets count too.
+    External data is read from ``data_dir`` (default: the file's folder).
     """
     import onnx
+    from onnx.external_data_helper import load_external_data_for_model
 
-    model = onnx.load(str(path))
+    model = onnx.load(str(path), load_external_data=False)
+    load_external_data_for_model(model, str(data_dir if data_dir is not None else Path(path).parent))
     opsets = sorted(f"{o.domain}:{o.version}" for o in model.opset_import)
     return _sha("model", *opsets, _graph_sha(model.graph, {}))
 
 
-def artifact_identity(artifact: Path, optimized_name: str) -> str:
-    """Identity of an artifact directory: canonical optimized model + reported session options."""
+def artifact_identity(artifact: Path, optimized_name: str, data_dir: Path | None = None) -> str:
+    """Identity of an artifact directory: canonical optimized model + reported session options.
+
+    ``data_dir``: the folder of the model ONNX Runtime optimized (where its external data is).
+    """
     session = {}
     meta = artifact / "session.json"
     if meta.is_file():
         session = json.loads(meta.read_text(encoding="utf-8")).get("session", {})
     h = hashlib.sha256()
-    h.update(canonical_model_sha256(artifact / optimized_name).encode())
+    h.update(canonical_model_sha256(artifact / optimized_name, data_dir).encode())
     h.update(b"\0" + json.dumps(session, sort_keys=True).encode())
     return "ort-canonical:" + h.hexdigest()
