@@ -206,6 +206,12 @@ class Backend(abc.ABC):
         it (ONNX external data). Fingerprints hash them all and model copies carry them all."""
         return [Path(model)]
 
+    def artifact_files(self, build: BuildResult) -> list[tuple[Path, str]]:
+        """Files outside ``build.artifact`` that it needs to open: ``(file, path relative to the
+        artifact's folder)``, copied beside it when the artifact leaves its study (``--output``,
+        bundles). Default: none, the artifact is self-contained."""
+        return []
+
     def artifact_identity(self, build: BuildResult) -> str | None:
         """A canonical hash of a built artifact for duplicate detection, or ``None`` to let the
         engine hash the artifact's bytes.

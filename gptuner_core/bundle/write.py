@@ -112,6 +112,8 @@ def _commands(study: Path, out: Path) -> list[str]:
 
 def write_bundle(study: str | Path, out: str | Path) -> Path:
     """Write the bundle of ``study``'s recommended candidate into the empty (or new) ``out``."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.engine.export import copy_artifact
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.engine.workspace import write_atomic
     from gptuner_core.fingerprint import file_sha256
@@ -141,7 +143,8 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     src = Path(rec.artifact_path or "")
     artifact_rel = f"artifact/{src.name}"
-    _copy(src, out / artifact_rel)
+    backend = load_backend(str(config.get("backend")), dict(config.get("backend_options") or {}))
+    copy_artifact(str(config.get("backend")), dict(config.get("backend_options") or {}), rec, out / artifact_rel)
     info = dict(rec.extra.get("info") or {})
     info_files: dict[str, str] = {}
     for key, value in list(info.items()):
@@ -153,6 +156,8 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
         except ValueError:
             rel = f"info/{key}{''.join(p.suffixes)}"
             _copy(p, out / rel)
+            for data in backend.model_files(p)[1:]:  # external data, named as the model refers to it
+                _copy(data, (out / rel).parent / data.relative_to(p.parent))
         info_files[key] = rel
         info[key] = rel
     model_rel = _model(config, out)

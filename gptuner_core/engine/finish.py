@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,19 +107,16 @@ def write_output(
 
     Raises StoreError naming the write that failed; the study's results stay as recorded.
     """
+    from gptuner_core.engine.export import copy_artifact
+
     assert cfg.output is not None
     rec = store.candidate(winner.number)
     if rec is None or not rec.artifact_path or not Path(rec.artifact_path).exists():
         return None
-    src = Path(rec.artifact_path)
     dst = Path(cfg.output).resolve()
     sidecar = dst.with_name(dst.name + ".json")
     try:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, dirs_exist_ok=True)
-        else:
-            shutil.copy2(src, dst)
+        copy_artifact(cfg.backend, cfg.backend_options, rec, dst)
         write_atomic(sidecar, json.dumps({
             "route": rec.requested_route,
             "effective_route": rec.effective_route,

@@ -246,6 +246,16 @@ class OnnxRuntimeBackend(Backend):
         del sess
         return BuildResult(artifact=artifact, effective_route=effective, info=info)
 
+    def artifact_files(self, build: BuildResult) -> list[tuple[Path, str]]:
+        """The external data files the optimized model refers to: they lie beside the model the
+        build loaded (``info["transformed_model"]``), not in the artifact folder."""
+        optimized = Path(build.artifact) / OPTIMIZED_NAME
+        loaded = build.info.get("transformed_model")
+        if not optimized.is_file() or not loaded:
+            return []
+        rels = [str(f.relative_to(optimized.parent)) for f in M.external_data_files(optimized)]
+        return [(Path(loaded).parent / rel, rel) for rel in rels]
+
     def load(self, build: BuildResult) -> Any:
         import onnxruntime as ort
 
