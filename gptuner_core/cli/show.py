@@ -25,8 +25,11 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
             "config": store.config(),
             "disk_use": store.get_meta("disk_use"),
         }
-    eligible = sorted(
-        (r for r in records if r.eligible), key=lambda r: r.latency.median_ms  # type: ignore[union-attr]
+    shaped = any(r.extra.get("shapes") for r in records)
+    meta["objective"] = next((r.extra.get("shape_objective") for r in records if r.extra.get("shapes")), None)
+    eligible = sorted(  # several shapes: by the objective's speed-up, else by median latency
+        (r for r in records if r.eligible),
+        key=(lambda r: -(r.speedup or 0.0)) if shaped else (lambda r: r.latency.median_ms),  # type: ignore[union-attr]
     )
     others = [r for r in records if not r.eligible]
     rows = []
@@ -49,13 +52,24 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
             acc,
             r.requested_route or "(default)",
             (r.error or "")[:80],
+            *([_per_shape(r)] if shaped else []),
         ])
     return meta, rows
 
 
+def _per_shape(r: object) -> str:
+    """``x:1x256 1.234x, x:64x256 0.987x`` (screening speed-up at each measured shape)."""
+    shapes = r.extra.get("shapes") or []  # type: ignore[attr-defined]
+    return ", ".join(f"{s['label']} {s['speedup']:.3f}x" if s.get("speedup") else s["label"] for s in shapes)
+
+
 def print_ranking(study: str | Path, limit: int | None = None) -> None:
     meta, rows = ranking_rows(study)
+    objective = meta.get("objective")
     header = ["rank", "#", "state", "median ms", "screening speedup", "screening 95% CI", "accuracy", "route", "error"]
+    if objective:  # several shapes: the speed-up is the objective's, the latency the first shape's
+        header[3:5] = ["median ms (1st shape)", f"screening speedup ({objective})"]
+        header.append("per shape")
     shown = rows if limit is None else rows[:limit]
     widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())

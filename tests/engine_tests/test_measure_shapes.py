@@ -86,6 +86,11 @@ def test_each_candidate_is_measured_at_every_shape(wide, tmp_path, capsys):
         (event,) = store.events("revalidation")
     assert event.payload["objective"] == "minimax"
     assert [len(r["contenders"]) for r in event.payload["per_shape"]] == [1, 1]  # a verdict per shape
+    capsys.readouterr()
+    assert main(["show", str(study)]) == 0  # each shape's speed-up shown, ranked by the objective
+    out = capsys.readouterr().out
+    assert "screening speedup (minimax)" in out and "per shape" in out
+    assert f"x:512x256 {other.extra['shapes'][1]['speedup']:.3f}x" in out, out
 
 
 def test_weighted_objective_is_the_traffic_mix(wide, tmp_path):
