@@ -44,6 +44,7 @@ from gptuner_core.storage._rows import SELECT_CANDIDATES
 from gptuner_core.storage._rows import dumps
 from gptuner_core.storage._rows import record_to_row
 from gptuner_core.storage._rows import rows_to_records
+from gptuner_core.storage.paths import StudyPaths
 from gptuner_core.storage._rows import samples_blob
 from gptuner_core.storage.sqlite_open import APPLICATION_ID  # noqa: F401 - re-exported
 from gptuner_core.storage.sqlite_open import BUSY_TIMEOUT_MS
@@ -108,6 +109,7 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
     ) -> None:
         self.study_dir = Path(study_dir)
         self.path = store_path(self.study_dir)
+        self._paths = StudyPaths(self.study_dir)
         self.readonly = readonly
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
@@ -226,7 +228,10 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
     # -- candidates ------------------------------------------------------------------------
     def put_candidate(self, record: CandidateRecord) -> None:
         self._check_writable("put_candidate")
-        row = record_to_row(record)
+        row = record_to_row(record.replace(
+            artifact_path=self._paths.stored(record.artifact_path),
+            log_path=self._paths.stored(record.log_path),
+        ))
         samples = tuple(record.samples_ms)
         blob = samples_blob(samples) if samples else None
         number = row[0]
@@ -248,9 +253,18 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
                 f"{SELECT_CANDIDATES}, s.data FROM candidates c "
                 "LEFT JOIN samples s ON s.number = c.number ORDER BY c.number"
             )
-            return rows_to_records([r[:-1] for r in rows], [r[-1] for r in rows])
+            return self._located(rows_to_records([r[:-1] for r in rows], [r[-1] for r in rows]))
         rows = self._read(f"{SELECT_CANDIDATES} FROM candidates c ORDER BY c.number")
-        return rows_to_records(rows)
+        return self._located(rows_to_records(rows))
+
+    def _located(self, records: list[CandidateRecord]) -> list[CandidateRecord]:
+        """Records with their study paths absolute where the study is now (``storage.paths``)."""
+        actual = self._paths.actual
+        return [
+            r if not (r.artifact_path or r.log_path)
+            else r.replace(artifact_path=actual(r.artifact_path), log_path=actual(r.log_path))
+            for r in records
+        ]
 
     def candidate(self, number: int) -> CandidateRecord | None:
         rows = self._read(
@@ -258,7 +272,7 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
             "LEFT JOIN samples s ON s.number = c.number WHERE c.number = ?",
             (int(number),),
         )
-        return rows_to_records([rows[0][:-1]], [rows[0][-1]])[0] if rows else None
+        return self._located(rows_to_records([rows[0][:-1]], [rows[0][-1]]))[0] if rows else None
 
     def delete_unfinished(self) -> list[int]:
         unfinished = (CandidateState.PENDING.value, CandidateState.RUNNING.value)

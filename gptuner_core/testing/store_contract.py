@@ -55,7 +55,7 @@ def make_record(
         finished_at=1_700_000_000.5 + number + rng.random(),
         build_time_s=rng.uniform(0.1, 5.0),
         measure_time_s=rng.uniform(0.5, 3.0),
-        artifact_path=f"candidates/{number:05d}/model.onnx",
+        artifact_path=f"/srv/builds/{number:05d}/model.onnx",  # outside any study: kept as is
         artifact_sha256=f"{number:064x}",
         artifact_size=1000 + number,
         duplicate_of=None if number == 0 else (number - 1 if number % 7 == 0 else None),
@@ -86,7 +86,7 @@ def make_record(
         speedup_ci=(0.9, 1.1 + rng.random() / 10),
         telemetry={"clock_mhz": [1980, 1975], "temp_c": 61.5, "throttled": False},
         extra={"build_info": {"layers": number}, "note": None},
-        log_path=f"candidates/{number:05d}/log.txt",
+        log_path=f"/srv/builds/{number:05d}/log.txt",
     )
 
 
