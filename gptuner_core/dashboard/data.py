@@ -60,6 +60,21 @@ def _snapshot(path: str, rev: tuple[int, ...]) -> Snapshot:
         )
 
 
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def study_facts(path: str, rev: tuple[int, ...]) -> Any:
+    """What ``gptuner_core.explain`` needs (``StudyFacts``), from the revision's snapshot: no
+    second read of the store (the explain views use no raw samples)."""
+    from gptuner_core.explain.study import StudyFacts
+    from gptuner_core.knobs import KnobDatabase
+
+    snap = _snapshot(path, rev)
+    db = snap.meta.get("knob_db")
+    defaults = {k.name: k.default for k in KnobDatabase.from_json(db)} if db else {}
+    return StudyFacts(records=snap.records, defaults=defaults,
+                      expression=str(snap.config.get("expression") or ""),
+                      winner=(snap.meta.get("winner") or {}).get("number"), config=snap.config)
+
+
 def snapshot(study_dir: str | Path) -> Snapshot:
     """The latest snapshot of a study (raises StoreError for an unreadable study)."""
     path = str(Path(study_dir))
