@@ -74,3 +74,19 @@ def test_explain_page_reads_the_store_once(big_workspace: Path, monkeypatch) -> 
     at = _page(big_workspace, "pages/7_Explain.py", monkeypatch)
     assert not at.exception, at.exception
     assert any("Knob effects" in h.value for h in at.subheader)
+
+
+def test_overview_reads_no_candidate_records(big_workspace: Path, monkeypatch) -> None:
+    """The study list needs counts, not records: at 100,000 candidates a full read is ~4.5 s per
+    study and store revision (every commit of a running study)."""
+    from gptuner_core.storage.sqlite import SQLiteStudyStore
+
+    def no_full_read(*_a, **_k):
+        raise AssertionError("Overview read every candidate record")
+
+    monkeypatch.setattr(SQLiteStudyStore, "candidates", no_full_read)
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(big_workspace))
+    at = AppTest.from_file(str(ROOT / "pages" / "0_Overview.py"), default_timeout=120).run()
+    assert not at.exception, at.exception
+    row = at.dataframe[0].value.iloc[0]
+    assert row["study"] == "big" and str(N) in " ".join(map(str, row.to_dict().values()))
