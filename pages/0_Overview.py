@@ -21,7 +21,7 @@ st.title("gptuner — studies")
 def _any_running() -> bool:
     for study in study_dirs(ws):
         try:
-            snap = data.snapshot(study)
+            snap = data.header(study)
         except GptunerError:
             continue
         if views.effective_status(snap.meta.get("status"), pid_alive(snap.meta.get("pid"))) == "running":
@@ -35,7 +35,7 @@ def overview() -> None:
     summaries, unreadable = [], []
     for study in study_dirs(ws):
         try:
-            snap = data.snapshot(study)
+            snap = data.header(study)
         except GptunerError as exc:
             unreadable.append(f"{study.name}: {exc}")
             continue
@@ -43,7 +43,7 @@ def overview() -> None:
         sha = data.model_sha256(str(snap.config.get("model", "")))
         if sha:
             current["model_sha256"] = sha
-        n_finished = sum(r.state.is_finished() for r in snap.records)
+        n_finished = snap.n_finished
         summaries.append(
             views.study_summary(
                 study.name,

@@ -23,14 +23,14 @@ if not snap.records:
     st.info(f"**{study.name}** has no candidates yet.")
     st.stop()
 
-labels = {r.number: f"#{r.number} · {r.state.value} · {r.requested_route or '(default)'}"[:140]
-          for r in snap.records}
-numbers = list(labels)
+winner_number = (snap.meta.get("winner") or {}).get("number")
 wanted = state.get(state.CANDIDATE)
-if wanted not in labels:
-    wanted = (snap.meta.get("winner") or {}).get("number")
-index = numbers.index(wanted) if wanted in labels else 0
-number = st.selectbox("Candidate", numbers, index=index, format_func=labels.get, key=f"rt_pick_{study.name}")
+if wanted is None:
+    wanted = winner_number
+number = widgets.candidate_picker(snap.records, label="Candidate", key=f"rt_pick_{study.name}",
+                                  wanted=wanted, keep=(winner_number, snap.records[0].number))
+if number is None:
+    st.stop()
 state.put(state.CANDIDATE, number)
 rec = data.candidate(study, number)
 if rec is None:

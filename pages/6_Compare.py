@@ -16,6 +16,8 @@ from gptuner_core.engine import pairwise_jobs
 from gptuner_core.errors import GptunerError
 from gptuner_core.records import Winner
 from gptuner_core.views import compare as cmp_views
+from gptuner_core.views.picker import MAX_OPTIONS
+from gptuner_core.views.picker import candidate_choices
 
 
 ws = widgets.page_setup("Compare", "⚖️")
@@ -26,18 +28,27 @@ if mode == "Studies":
     compare_studies(ws)
     st.stop()
 study, snap = widgets.require_snapshot(ws)
-numbers = [r.number for r in snap.records]
-if len(numbers) < 2:
+if len(snap.records) < 2:
     st.info(f"**{study.name}** needs at least two candidates to compare.")
     st.stop()
 
-labels = {r.number: f"#{r.number} · {r.state.value}" for r in snap.records}
-default = [n for n in (state.get(state.COMPARE) or []) if n in labels][:4]
+known = {r.number for r in snap.records}
+first_two = [r.number for r in snap.records[:2]]
+win = (snap.meta.get("winner") or {}).get("number")
+default = [n for n in (state.get(state.COMPARE) or []) if n in known][:4]
 if len(default) < 2:
-    win = (snap.meta.get("winner") or {}).get("number")
-    default = [0, win] if win not in (None, 0) and win in labels else numbers[:2]
-picked = st.multiselect("Candidates (2–4)", numbers, default=default, max_selections=4,
-                        format_func=labels.get, key=f"cmp_pick_{study.name}")
+    default = [0, win] if win not in (None, 0) and win in known and 0 in known else first_two
+query = ""
+if len(snap.records) > MAX_OPTIONS:
+    query = st.text_input("Find candidates", key=f"cmp_find_{study.name}",
+                          placeholder="number, state or knob value, e.g. #4711 or SIGSEGV")
+current = [n for n in st.session_state.get(f"cmp_pick_{study.name}", default) if n in known]
+choices = candidate_choices(snap.records, query=query, keep=(*current, *default, win), route=False)
+labels = choices.labels
+picked = st.multiselect("Candidates (2–4)", list(choices.numbers), default=default,
+                        max_selections=4, format_func=labels.get, key=f"cmp_pick_{study.name}")
+if choices.truncated:
+    st.caption(choices.caption())
 state.put(state.COMPARE, picked)
 if len(picked) < 2:
     st.info("Pick at least two candidates.")

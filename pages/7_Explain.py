@@ -18,19 +18,21 @@ if not snap.records:
     st.info(f"**{study.name}** has no candidates yet.")
     st.stop()
 
-labels = {r.number: f"#{r.number} · {r.state.value} · {r.requested_route or '(default)'}"[:140]
-          for r in snap.records}
-numbers = list(labels)
+known = {r.number for r in snap.records}
+first = snap.records[0].number
 win = (snap.meta.get("winner") or {}).get("number")
 wanted = state.get(state.CANDIDATE)
-if wanted not in labels:
-    eligible = sorted((r for r in snap.records if r.eligible and r.number != numbers[0]),
-                      key=lambda r: r.latency.median_ms)  # type: ignore[union-attr]
-    wanted = win if win in labels and win != numbers[0] else (eligible[0].number if eligible else numbers[0])
+if wanted not in known:
+    eligible = min((r for r in snap.records if r.eligible and r.number != first),
+                   key=lambda r: r.latency.median_ms, default=None)  # type: ignore[union-attr]
+    wanted = win if win in known and win != first else (eligible.number if eligible else first)
 c1, c2 = st.columns(2)
-number = c1.selectbox("Candidate", numbers, index=numbers.index(wanted), format_func=labels.get,
-                      key=f"ex_pick_{study.name}")
-base_number = c2.selectbox("Against", numbers, index=0, format_func=labels.get, key=f"ex_base_{study.name}")
+number = widgets.candidate_picker(snap.records, label="Candidate", key=f"ex_pick_{study.name}",
+                                  wanted=wanted, keep=(win, first), container=c1)
+base_number = widgets.candidate_picker(snap.records, label="Against", key=f"ex_base_{study.name}",
+                                       wanted=first, keep=(win,), container=c2)
+if number is None or base_number is None:
+    st.stop()
 state.put(state.CANDIDATE, number)
 if win is not None:
     st.caption(f"Study winner: #{win} — {(snap.meta.get('winner') or {}).get('message', '')}")

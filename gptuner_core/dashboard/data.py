@@ -40,6 +40,23 @@ class Snapshot:
     records: tuple[CandidateRecord, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Header:
+    """What a list of studies needs: header, meta values and candidate counts (no records)."""
+
+    path: str
+    config: dict[str, Any]
+    fingerprint: dict[str, Any]
+    meta: dict[str, Any]
+    state_counts: dict[str, int]
+
+    @property
+    def n_finished(self) -> int:
+        from gptuner_core.records import CandidateState
+
+        return sum(n for s, n in self.state_counts.items() if CandidateState(s).is_finished())
+
+
 def revision(study_dir: str | Path) -> tuple[int, ...]:
     from gptuner_core.storage import file_revision
 
@@ -58,6 +75,37 @@ def _snapshot(path: str, rev: tuple[int, ...]) -> Snapshot:
             meta={k: store.get_meta(k) for k in META_KEYS},
             records=tuple(store.candidates(with_samples=False)),
         )
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def study_facts(path: str, rev: tuple[int, ...]) -> Any:
+    """What ``gptuner_core.explain`` needs (``StudyFacts``), from the revision's snapshot: no
+    second read of the store (the explain views use no raw samples)."""
+    from gptuner_core.explain.study import StudyFacts
+    from gptuner_core.knobs import KnobDatabase
+
+    snap = _snapshot(path, rev)
+    db = snap.meta.get("knob_db")
+    defaults = {k.name: k.default for k in KnobDatabase.from_json(db)} if db else {}
+    return StudyFacts(records=snap.records, defaults=defaults,
+                      expression=str(snap.config.get("expression") or ""),
+                      winner=(snap.meta.get("winner") or {}).get("number"), config=snap.config)
+
+
+@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
+def _header(path: str, rev: tuple[int, ...]) -> Header:
+    from gptuner_core.storage import open_store
+
+    with open_store(path, readonly=True) as store:
+        return Header(path=path, config=dict(store.config()), fingerprint=dict(store.fingerprint()),
+                      meta={k: store.get_meta(k) for k in META_KEYS}, state_counts=store.state_counts())
+
+
+def header(study_dir: str | Path) -> Header:
+    """The study's header and counts, without reading its candidates (the Overview's list of
+    every study in the workspace); raises StoreError for an unreadable study."""
+    path = str(Path(study_dir))
+    return _header(path, revision(path))
 
 
 def snapshot(study_dir: str | Path) -> Snapshot:

@@ -29,9 +29,10 @@ def _mtime(path: Path) -> int:
 
 @st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
 def _explanation(path: str, rev: tuple[int, ...], number: int | None, stamps: tuple[int, ...]) -> Explanation:
+    from gptuner_core.dashboard import data
     from gptuner_core.explain import explain
 
-    return explain(path, number)
+    return explain(path, number, facts=data.study_facts(path, rev))
 
 
 def explanation(study: Path, number: int | None) -> Explanation | None:

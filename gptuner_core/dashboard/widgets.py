@@ -156,3 +156,28 @@ def report_download(study: Path, *, key: str = "report_download") -> None:
         file_name=f"{study.name}-report.html", mime="text/html", key=key, on_click="ignore",
         icon=":material/download:",
         help=f"one self-contained file, the same as `gptuner report {study.name} -o report.html`")
+
+
+def candidate_picker(records, *, label: str, key: str, wanted: int | None,
+                     keep: tuple[int | None, ...] = (), container=None) -> int | None:
+    """A selectbox over the study's candidates that stays small in a big study: every candidate
+    up to ``views.picker.MAX_OPTIONS``, else the kept ones (default, winner, ``wanted``) and the
+    matches of a search box. Returns the picked number (``None`` for no candidate)."""
+    from gptuner_core.views.picker import MAX_OPTIONS
+    from gptuner_core.views.picker import candidate_choices
+
+    box = container or st
+    query = ""
+    if len(records) > MAX_OPTIONS:
+        query = box.text_input(f"Find ({label.lower()})", key=f"{key}_find",
+                               placeholder="number, state or knob value, e.g. #4711 or SIGSEGV")
+    choices = candidate_choices(records, query=query, keep=(wanted, *keep))
+    if not choices.numbers:
+        box.warning(f"No candidate matches '{query}'.")
+        return None
+    numbers = list(choices.numbers)
+    index = numbers.index(wanted) if wanted in choices.labels else 0
+    number = box.selectbox(label, numbers, index=index, format_func=choices.labels.get, key=key)
+    if choices.truncated:
+        box.caption(choices.caption())
+    return number

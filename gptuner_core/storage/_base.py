@@ -81,6 +81,14 @@ class StudyStore(abc.ABC):
     def candidate(self, number: int) -> CandidateRecord | None:
         """One candidate with its raw samples, or ``None``."""
 
+    def state_counts(self) -> dict[str, int]:
+        """How many candidates are in each state (``CandidateState`` values); stores may answer
+        without reading the records (the dashboard's study list)."""
+        counts: dict[str, int] = {}
+        for r in self.candidates():
+            counts[r.state.value] = counts.get(r.state.value, 0) + 1
+        return counts
+
     @abc.abstractmethod
     def delete_unfinished(self) -> list[int]:
         """Remove PENDING/RUNNING candidates (left by a kill); return their numbers."""

@@ -274,6 +274,9 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
         )
         return self._located(rows_to_records([rows[0][:-1]], [rows[0][-1]]))[0] if rows else None
 
+    def state_counts(self) -> dict[str, int]:
+        return dict(self._read("SELECT state, COUNT(*) FROM candidates GROUP BY state"))
+
     def delete_unfinished(self) -> list[int]:
         unfinished = (CandidateState.PENDING.value, CandidateState.RUNNING.value)
 
