@@ -44,8 +44,8 @@ from gptuner_core.storage._rows import SELECT_CANDIDATES
 from gptuner_core.storage._rows import dumps
 from gptuner_core.storage._rows import record_to_row
 from gptuner_core.storage._rows import rows_to_records
-from gptuner_core.storage.paths import StudyPaths
 from gptuner_core.storage._rows import samples_blob
+from gptuner_core.storage.paths import StudyPaths
 from gptuner_core.storage.sqlite_open import APPLICATION_ID  # noqa: F401 - re-exported
 from gptuner_core.storage.sqlite_open import BUSY_TIMEOUT_MS
 from gptuner_core.storage.sqlite_open import LOCK_SUFFIX  # noqa: F401 - re-exported
