@@ -24,7 +24,10 @@ def test_explain_page_renders_the_study(cnn_study, monkeypatch):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     titles = [s.value for s in at.subheader]
-    assert "Per-layer diff #0 → #2" in titles and "Failure triage" in titles
+    # the page explains the study's pick (winner, else the best screened): which one depends on
+    # the CPU (INT8 is slower without VNNI) and its load, so only the form is fixed here
+    assert any(t.startswith("Per-layer diff #0 → #") and t != "Per-layer diff #0 → #0" for t in titles), titles
+    assert "Failure triage" in titles
     summaries = [m.value for m in list(at.success) + list(at.info)]
     assert any("/c2/conv/Conv" in s or "QLinearConv" in s for s in summaries), summaries
     frames = [df.value for df in at.dataframe]
