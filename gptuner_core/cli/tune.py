@@ -120,6 +120,12 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
     if model is None:
         msg = "MODEL is required for a new study (a model file, or module:factory for torch)"
         raise UsageError(msg)
+    if args.expr is None and args.expr_file is None:
+        msg = (
+            "a new study needs a tunable expression (expected --expr '-knob=[a|b] ...' or --expr-file "
+            f"FILE; found neither; 'gptuner knobs {model}' lists the knobs)"
+        )
+        raise UsageError(msg)
     if ":" not in model or Path(model).exists():
         if not Path(model).exists():
             msg = f"model file '{model}' does not exist"

@@ -31,6 +31,15 @@ class TestBadInput:
         assert "Traceback" not in err
         assert not (tmp_path / "study").exists()
 
+    def test_no_expression_names_the_flags(self, tmp_path, tiny_model, tiny_dataset, capsys):
+        """Defect: a new study without --expr said only "Empty input" (trtexec's message for an
+        empty expression), not what was missing or where to find the knobs."""
+        args = [a for a in _args(tiny_model, tiny_dataset, tmp_path / "s") if a not in ("--expr", "-ort:threads=[0|1]")]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "needs a tunable expression" in err and "--expr-file" in err and "gptuner knobs" in err
+        assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
+
     def test_top1_without_labels_is_refused(self, tmp_path, tiny_model, tiny_dataset, capsys):
         """--task-metric top1 needs a labels array."""
         code = main(_args(tiny_model, tiny_dataset, tmp_path / "s", "--task-metric", "top1"))
