@@ -1,10 +1,12 @@
 """The torch backend when candidates are built ahead: which builds run work on the measuring
 device, and a measuring process that loads what the build compiled instead of compiling again.
 
-The build runs in this process (compile only, as on a GPU for a default-mode route: Inductor's
-profiler record shows no compiled-graph call); the load runs in a fresh interpreter, as the
-engine's measuring process does, and reports the Inductor and AOTAutograd cache counters of its
-compile: hits and no miss mean nothing was recompiled.
+The build runs in a fresh interpreter, as the engine's build process does (compile only, as on a
+GPU for a default-mode route: Inductor's profiler record shows no compiled-graph call); the load
+runs in another fresh interpreter, as the engine's measuring process does, and reports the
+Inductor and AOTAutograd cache counters of its compile: hits and no miss mean nothing was
+recompiled. (Built inside the pytest process, the build could see torch settings that earlier
+tests left there: in the whole suite its fresh load missed the cache, run alone it hit.)
 """
 
 from __future__ import annotations
@@ -39,6 +41,40 @@ with backend.load(build) as runner:
 """
 
 
+BUILD = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+import torch
+from gptuner_core.backends import load_backend
+from gptuner_core.backends.torch_inductor import build as B
+from gptuner_core.backends.torch_inductor.model import load_model
+from gptuner_core.routes import Route
+model, out = sys.argv[1], Path(sys.argv[2])
+backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
+loaded = load_model(model)
+x = loaded.example_inputs[0].numpy()
+with torch.no_grad():
+    np.save(out / "expected.npy", loaded.module(torch.from_numpy(x)).numpy())
+np.save(out / "x.npy", x)
+
+def graph_calls(p):  # Inductor's own record of each compiled-graph call
+    return len([e.name for e in p.events() if "Call CompiledFxGraph" in e.name])
+
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    result = B.build(loaded, backend.knob_database("cpu"), Route.parse("-torch:precision=fp32"),
+                     out / "artifact", model_text=model, device="cpu", compile_only=True, compile_threads=1)
+facts = {"build_calls": graph_calls(prof), "build_ran_model": result.info["build_ran_model"],
+         "files": sorted(p.name for p in result.artifact.iterdir())}
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    with backend.load(result) as runner:  # same process: the build's module, now live
+        y = runner.infer({"x": x})["output"]
+np.save(out / "same.npy", y)
+facts["load_calls"] = graph_calls(prof)
+print(json.dumps(facts))
+"""
+
+
 def test_route_uses_device_per_route():
     from torch._inductor import list_mode_options
 
@@ -60,34 +96,16 @@ def test_route_uses_device_per_route():
 
 @pytest.mark.slow
 def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
-    import torch
-
-    from gptuner_core.backends import load_backend
-    from gptuner_core.backends.torch_inductor import build as B
-    from gptuner_core.backends.torch_inductor.model import load_model
-    from gptuner_core.routes import Route
-
-    backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
-    loaded = load_model(MODEL)
-    x = loaded.example_inputs[0].numpy()
-    with torch.no_grad():
-        expected = loaded.module(torch.from_numpy(x)).numpy()
-    route = Route.parse("-torch:precision=fp32")
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        result = B.build(loaded, backend.knob_database("cpu"), route, tmp_path / "artifact",
-                         model_text=MODEL, device="cpu", compile_only=True, compile_threads=1)
-
-    def graph_calls(p) -> list[str]:  # Inductor's own record of each compiled-graph call
-        return [e.name for e in p.events() if "Call CompiledFxGraph" in e.name]
-
-    assert graph_calls(prof) == []  # compiled, never run
-    assert result.info["build_ran_model"] is False
-    assert sorted(p.name for p in result.artifact.iterdir()) == ["graph_000.py"]
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        with backend.load(result) as runner:  # same process: the build's module, now live
-            np.testing.assert_allclose(runner.infer({"x": x})["output"], expected, rtol=1e-4, atol=1e-4)
-    assert len(graph_calls(prof)) == 1
-    np.save(tmp_path / "x.npy", x)
+    build = subprocess.run([sys.executable, "-c", BUILD, MODEL, str(tmp_path)],
+                           capture_output=True, text=True, cwd=REPO, check=False)
+    assert build.returncode == 0, build.stderr[-2000:]
+    facts = json.loads(build.stdout.strip().splitlines()[-1])
+    assert facts["build_calls"] == 0  # compiled, never run
+    assert facts["build_ran_model"] is False
+    assert facts["files"] == ["graph_000.py"]
+    assert facts["load_calls"] == 1
+    expected = np.load(tmp_path / "expected.npy")
+    np.testing.assert_allclose(np.load(tmp_path / "same.npy"), expected, rtol=1e-4, atol=1e-4)
 
     proc = subprocess.run(
         [sys.executable, "-c", LOAD, str(tmp_path / "artifact"), str(tmp_path / "x.npy"),

@@ -28,6 +28,13 @@ ARTIFACTS = ROOT / "test-artifacts"
 EXPRESSION = "-fp16:convert=[off|on]"
 
 
+def _fill(page, label: str, value: str) -> None:
+    box = page.get_by_role("textbox", name=label, exact=True)
+    box.fill(value)
+    box.press("Enter")
+    _idle(page)
+
+
 def _select(page, label: str, option: str) -> None:
     page.get_by_role("combobox", name=label).click()
     page.get_by_role("option", name=option, exact=True).click()
@@ -59,9 +66,15 @@ def test_launch_watch_and_inspect(tmp_path: Path) -> None:
             box.press("Control+Enter")
             _idle(page)
             expect(box).to_have_value(EXPRESSION)
-            page.get_by_text("Gate on ε (a study needs a gate or No gate)").click()  # then ε = 1e-3
+            page.get_by_text("Gate on ε (a study needs a gate or No gate)").first.click()  # then ε = 1e-3
+            _idle(page)
+            # a real run, kept short: 1 s per measurement (CLI default 10 s), 4 re-validation rounds
+            page.get_by_text("Advanced: batch size").click()
+            _fill(page, "max_time_s (default: 10)", "1")
+            _fill(page, "Re-validation rounds", "4")
             expect(page.locator("code").filter(has_text=f'"expression": "{EXPRESSION}"').first).to_be_visible()
             expect(page.locator("code").filter(has_text='"epsilon": 0.001').first).to_be_visible()
+            expect(page.locator("code").filter(has_text='"revalidate_rounds": 4').first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "e2e-1-new-run.png"), full_page=True)
             page.get_by_role("button", name="Start tuning").click()
 

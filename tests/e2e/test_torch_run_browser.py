@@ -66,7 +66,7 @@ def test_torch_sample_run_from_the_browser(tmp_path: Path) -> None:
             box.fill(EXPRESSION)
             box.press("Control+Enter")
             _idle(page)
-            page.get_by_text("Gate on ε (a study needs a gate or No gate)").click()  # then ε = 1e-3
+            page.get_by_text("Gate on ε (a study needs a gate or No gate)").first.click()  # then ε = 1e-3
             _idle(page)
             _fill(page, "Max candidates (blank = no limit)", "2")
             page.get_by_text("Backend options").click()
