@@ -6,6 +6,7 @@ progress and shows the stored result: the record ``gptuner revalidate`` prints."
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -66,13 +67,18 @@ def test_compare_button_revalidates_the_pair(tmp_path: Path, monkeypatch) -> Non
             page.goto(f"{url}/Compare?study=digits")
             _idle(page)
             expect(page.get_by_role("heading", name="Is B faster than A? (interleaved re-validation)")).to_be_visible()
-            expect(page.get_by_text("#1 has not been re-validated against #0 yet.")).to_be_visible()
+            # the pickers open on the study's own pick (winner or best first), which depends on
+            # which of the two routes this CPU ran faster: read the pair from the page
+            caption = page.get_by_text(re.compile(r"^#\d+ has not been re-validated against #\d+ yet\.$"))
+            expect(caption).to_be_visible()
+            b, a = (int(n) for n in re.findall(r"#(\d+)", caption.inner_text())[:2])
+            assert {a, b} == {0, 1}
             page.get_by_role("combobox", name="Round budget").click()
             page.get_by_role("option", name="4", exact=True).click()
             _idle(page)
             clicked = time.monotonic()
-            page.get_by_role("button", name="Re-validate #1 vs #0").click()
-            result = page.get_by_text("#1 vs #0: ").filter(has_text="after 4 rounds")
+            page.get_by_role("button", name=f"Re-validate #{b} vs #{a}").click()
+            result = page.get_by_text(f"#{b} vs #{a}: ").filter(has_text="after 4 rounds")
             deadline = time.monotonic() + 240
             while not result.first.is_visible():
                 assert time.monotonic() < deadline, page.inner_text("body")
@@ -80,10 +86,10 @@ def test_compare_button_revalidates_the_pair(tmp_path: Path, monkeypatch) -> Non
                 assert not page.get_by_text("The last comparison failed").count(), page.inner_text("body")
                 page.wait_for_timeout(1000)
             measured = time.monotonic() - clicked
-            stored = latest_comparison(study, 0, 1)
+            stored = latest_comparison(study, a, b)
             assert stored is not None and stored.rounds == 4
             expect(page.get_by_text(stored.headline()).first).to_be_visible()
-            expect(page.get_by_text("Speed-up of #1 vs #0")).to_be_visible()
+            expect(page.get_by_text(f"Speed-up of #{b} vs #{a}")).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "e2e-compare-pairwise.png"), full_page=True)
 
             page.reload()  # re-opening the page shows the stored result

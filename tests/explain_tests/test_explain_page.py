@@ -29,7 +29,10 @@ def test_explain_page_renders_the_study(cnn_study, monkeypatch):
     assert any(t.startswith("Per-layer diff #0 → #") and t != "Per-layer diff #0 → #0" for t in titles), titles
     assert "Failure triage" in titles
     summaries = [m.value for m in list(at.success) + list(at.info)]
-    assert any("/c2/conv/Conv" in s or "QLinearConv" in s for s in summaries), summaries
+    # the diff's summary names its causes, or says the difference is within noise (which pick,
+    # and so which, depends on the CPU)
+    assert any(("/c2/conv/Conv" in s or "QLinearConv" in s or "within noise" in s) and "ms in layers" in s
+               for s in summaries), summaries
     frames = [df.value for df in at.dataframe]
     diff = next(f for f in frames if "layer (ONNX origin)" in f.columns)
     assert {"delta_ms", "noise_ms", "cause"} <= set(diff.columns)
