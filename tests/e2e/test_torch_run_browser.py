@@ -62,6 +62,9 @@ def test_torch_sample_run_from_the_browser(tmp_path: Path) -> None:
             page.get_by_role("option", name=SAMPLE, exact=True).click()
             _idle(page)
             box = page.get_by_role("textbox", name="Tunable expression (build it here or in the Knob explorer)")
+            # the expression box is kept per backend: the ONNX one lingers in the page until the
+            # rerun that switched to torch has finished drawing
+            expect(box).to_have_count(1)
             expect(box).to_have_value("-torch:precision=[fp32|bf16] -inductor:freezing=[off|on]")
             box.fill(EXPRESSION)
             box.press("Control+Enter")

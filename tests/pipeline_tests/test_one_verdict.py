@@ -173,5 +173,5 @@ def test_health_drift_tile_is_the_charts_drift(study, monkeypatch, tmp_path):
         import numpy as np
 
         ys = np.frombuffer(base64.b64decode(ys["bdata"]), dtype=ys["dtype"]).tolist()
-    assert len(ys) == 2 and min(ys) < -40  # the chart shows the faster regime
+    assert len(ys) == 2 and min(ys) < -20  # the chart shows the faster regime (half, against a noisy baseline)
     assert tile == f"{min(ys) / 100:+.1%} … {max(ys) / 100:+.1%}"
