@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from gptuner_core.testing.dashboard_server import CHROMIUM
-from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
 from gptuner_core.testing.dashboard_server import ROOT
 from gptuner_core.testing.dashboard_server import dashboard_server
 from gptuner_core.testing.dashboard_server import wait_idle as _idle
@@ -25,22 +24,6 @@ pytestmark = [
 ]
 ARTIFACTS = ROOT / "test-artifacts"
 EXAMPLE = ROOT / "examples" / "studies" / "torch_h200"
-
-
-@pytest.fixture()
-def browser_page():
-    from playwright.sync_api import expect
-    from playwright.sync_api import sync_playwright
-
-    expect.set_options(timeout=60_000)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        try:
-            yield page
-        finally:
-            browser.close()
 
 
 
