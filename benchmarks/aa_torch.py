@@ -1,0 +1,191 @@
+"""A/A on the torch backend: how often does the tuner's own re-validation crown one of several
+copies of the default route?
+
+One real study builds the default route once (``gptuner tune MODEL --backend torch ...`` with the
+default route alone, ``--revalidate-top-k 0``). Each A/A study then takes ``--copies`` copies of
+that candidate, kept distinct (numbers 0..copies-1, each measured on its own, as a repeated
+default route would be), and runs the tuner's own path on them:
+
+* screening: each copy measured once in a fresh process (``IsolatedEvaluator.remeasure``: the
+  backend's measuring process, which loads the build from its Inductor cache), the speed-ups
+  against copy 0 computed by ``verdict.with_speedup``;
+* re-validation: ``finish.revalidate_winner`` (the function the tuner calls after screening):
+  sequential interleaved rounds in fresh processes of the top-k copies against copy 0, Pocock
+  alpha spending, until each copy is winner / not faster, or the round budget makes it
+  inconclusive.
+
+The device lock of the study's measuring device is held for the whole benchmark. A false winner
+is any winner. ``--time-budget`` stops starting new A/A studies once spent (the table says how
+many ran); ``--first-study`` numbers (and seeds) a continuation, so two runs add up to 20.
+
+    # the lent H200 (the bundled torch sample, batch 32); its image sets PYTHONDONTWRITEBYTECODE,
+    # so without a bytecode cache every fresh process compiles torch's sources again (16.8 s
+    # to import torch + Inductor there, 4.4 s from a cache):
+    unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/pyc PYTHONPATH=$PWD
+    python3 benchmarks/aa_torch.py --device cuda:0 --dir /tmp/aa --copies 2 --rounds 6 \
+        --repeats 20 --time-budget 440
+
+Cost: every measurement is a fresh process (import torch, load from the Inductor cache, time):
+about 7.7 s each on the lent H200, so one A/A study of 2 copies and 6 rounds (14 processes)
+took about 108 s there.
+    # smoke run on the CPU:
+    .venv/bin/python benchmarks/aa_torch.py --device cpu --dir /tmp/aa --repeats 1 --copies 2 \\
+        --rounds 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def build_default(study: Path, args: argparse.Namespace) -> None:
+    """The one real study: the default route, built and measured by ``gptuner tune``."""
+    from gptuner_core.cli import main
+
+    if (study / "study.sqlite").exists():
+        return
+    argv = [
+        "tune", args.model, "--backend", "torch", "--backend-option", f"device={args.device}",
+        "--expr", "-torch:precision=fp32", "--search", "full", "--dataset", args.dataset,
+        "--batch-size", str(args.batch_size), "--metric", "cos", "--epsilon", "0.01",
+        "--revalidate-top-k", "0", "--revalidate-rounds", str(args.rounds),
+        "--study", str(study), "--quiet",
+    ]
+    print("setup:", shlex.join(["gptuner", *argv]), flush=True)
+    code = main(argv)
+    if code not in (0, 3):
+        raise SystemExit(f"setup study failed with exit code {code}")
+
+
+def open_study(study: Path):
+    """The study's settings, its default candidate and an evaluator over its folder."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluator import StudyContext
+    from gptuner_core.engine.inputs import open_inputs
+    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.storage import open_store
+
+    ws = StudyWorkspace(study)
+    with open_store(ws.root, readonly=True) as store:
+        cfg = StudyConfig.from_json(store.config())
+        default = store.candidate(0)
+        sha, axes = store.get_meta("inputs_sha256"), store.get_meta("batch_axes")
+    if default is None or not default.eligible:
+        raise SystemExit(f"the setup study's default route did not measure: {default}")
+    specs = load_backend(cfg.backend, cfg.backend_options).input_specs(Path(cfg.model))
+    inputs = open_inputs(ws, cfg, specs, sha, axes)
+    return cfg, default, IsolatedEvaluator(StudyContext(config=cfg, workspace=ws, inputs=inputs))
+
+
+def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
+    """Screen ``copies`` copies of the default in fresh processes, then the tuner's re-validation."""
+    from gptuner_core.engine import verdict
+    from gptuner_core.engine.finish import revalidate_winner
+    from gptuner_core.records import CandidateState
+
+    t0 = time.perf_counter()
+    history = []
+    for number in range(copies):
+        res = evaluator.remeasure(default, f"aa/s{index:02d}/screen_{number:02d}")
+        if not res.ok or res.latency is None:
+            raise SystemExit(f"A/A study {index}: copy #{number} did not measure: {res.error}")
+        rec = default.replace(number=number, state=CandidateState.COMPLETE, latency=res.latency,
+                              samples_ms=res.samples_ms, speedup=None, speedup_ci=None)
+        history.append(verdict.with_speedup(rec, history[0] if history else None))
+    screen_s = time.perf_counter() - t0
+    study_cfg = cfg.replace(seed=index)
+    won = revalidate_winner(study_cfg, _Prefixed(evaluator, f"aa/s{index:02d}"), store, history)
+    screened = {r.number: (r.speedup or 1.0) for r in history}
+    return {
+        "study": index, "screen_speedups": screened, "verdict": won.verdict.value if won else "-",
+        "winner": won.number if won is not None and won.significant else None,
+        "claim": won.headline() if won is not None else "-", "rounds": won.rounds if won else 0,
+        "screen_s": screen_s, "wall_s": time.perf_counter() - t0,
+    }
+
+
+class _Prefixed:
+    """The study's evaluator, its re-measurement folders under ``aa/sNN/`` (one per A/A study)."""
+
+    def __init__(self, inner, prefix: str) -> None:
+        self.inner, self.prefix = inner, prefix
+
+    def remeasure(self, record, purpose: str, scale: float = 1.0):
+        return self.inner.remeasure(record, f"{self.prefix}/{purpose}", scale)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cuda:0", help="torch device (cuda:0)")
+    p.add_argument("--dir", required=True, help="work folder (the setup study is DIR/study)")
+    p.add_argument("--model", default=str(ROOT / "assets" / "torch_digits_cnn.py"))
+    p.add_argument("--dataset", default=str(ROOT / "assets" / "torch_digits_eval.npz"))
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--copies", type=int, default=4, help="copies of the default route (4)")
+    p.add_argument("--repeats", type=int, default=20, help="A/A studies (20)")
+    p.add_argument("--first-study", type=int, default=0, help="number (and seed) of the first")
+    p.add_argument("--rounds", type=int, default=12, help="re-validation round budget (12, the tuner's)")
+    p.add_argument("--time-budget", type=float, default=None, help="seconds; no new study after")
+    p.add_argument("--json", default=None, help="append one JSON line per study here")
+    args = p.parse_args(argv)
+
+    from gptuner_core.device_lock import DeviceLock
+    from gptuner_core.device_lock import measuring_devices
+    from gptuner_core.engine.sink import measuring_device
+    from gptuner_core.storage import open_store
+
+    t_start = time.perf_counter()
+    print("command:", shlex.join([Path(sys.executable).name, *sys.argv]), flush=True)
+    study = Path(args.dir) / "study"
+    build_default(study, args)
+    cfg, default, evaluator = open_study(study)
+    cfg = cfg.replace(revalidate_top_k=args.copies - 1, revalidate_rounds=args.rounds)
+    device = measuring_device(cfg)
+    lock = DeviceLock(measuring_devices(device), study=f"{study} (A/A benchmark)") if device else None
+    print(f"{args.copies} copies of the default route of {Path(args.model).name} (batch "
+          f"{args.batch_size}) on {args.device}; default screened at {default.latency.median_ms:.4f} ms; "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; re-validation: top-{args.copies - 1}, "
+          f"<= {args.rounds} rounds, min-effect {cfg.min_effect:.0%}", flush=True)
+    print("| study | screening speed-ups vs copy 0 | verdict | rounds | claim | s |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    with open_store(study) as store:
+        import contextlib
+
+        with lock.held(None) if lock else contextlib.nullcontext():
+            for index in range(args.first_study, args.first_study + args.repeats):
+                if args.time_budget is not None and time.perf_counter() - t_start > args.time_budget:
+                    print(f"(time budget of {args.time_budget:.0f} s spent: stopped before study {index})")
+                    break
+                row = one_study(index, cfg, default, evaluator, store, args.copies)
+                rows.append(row)
+                screened = ", ".join(f"#{n} {s:.3f}x" for n, s in row["screen_speedups"].items() if n)
+                print(f"| {index} | {screened} | {row['verdict']} | {row['rounds']} | {row['claim']} "
+                      f"| {row['wall_s']:.1f} |", flush=True)
+                if args.json:
+                    with open(args.json, "a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(row) + "\n")
+    false = sum(r["winner"] is not None for r in rows)
+    inconclusive = sum(r["verdict"] == "inconclusive" for r in rows)
+    print()
+    print(f"A/A studies: {len(rows)}; false winners: {false} / {len(rows)}; inconclusive: "
+          f"{inconclusive} / {len(rows)}; mean {sum(r['wall_s'] for r in rows) / max(len(rows), 1):.1f} s "
+          f"per study; total {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
