@@ -2,8 +2,9 @@
 
 Four routes (``--routes``) run the same ONNX model with the same ONNX Runtime session options; routes 1.. only add
 a session config entry ONNX Runtime ignores (``gptuner.aa_route=<i>``), so no route can be faster.
-Each study is repeated ``--repeats`` times and every measurement runs in a FRESH process
-(``multiprocessing`` spawn), as the tuner does.
+Each study is repeated ``--repeats`` times and every measurement runs in a FRESH process started
+the way the tuner starts its candidates (``engine.isolation.run_isolated``: on Linux a fork of its
+pre-imported launcher for ONNX Runtime work, else a spawned interpreter), for both methods.
 
 * trtexec's method: one measurement per route (200 ms warm-up, then a fixed ``--window`` seconds,
   trtexec's default is 3 s), the route with the lowest mean wins; a "false winner" is any
@@ -30,7 +31,6 @@ The model is a small MLP (MatMul+Relu layers, float32) built here with ``onnx.he
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import shlex
 import sys
@@ -85,71 +85,74 @@ def build_mlp(
 # -- the child process -------------------------------------------------------------------------
 
 
-def _child(job: dict[str, Any], conn: Any) -> None:
-    """Runs in a fresh spawned process: build the session, time it, send back a plain dict."""
-    try:
-        import numpy as np
-        import onnxruntime as ort
+def measure_child(job: dict[str, Any], workdir: Any, phase: Any) -> dict[str, Any]:
+    """Runs in a fresh process started by the tuner's own isolation: build the session, time
+    it, return a plain dict."""
+    import numpy as np
+    import onnxruntime as ort
 
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = job.get("threads", 1)
-        for key, value in job.get("config", {}).items():
-            so.add_session_config_entry(key, value)
-        sess = ort.InferenceSession(job["model"], so, providers=["CPUExecutionProvider"])
-        x = np.random.default_rng(1).standard_normal((job["batch"], 512)).astype(np.float32)
-        feeds = {"x": x}
-        run = sess.run
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = job.get("threads", 1)
+    for key, value in job.get("config", {}).items():
+        so.add_session_config_entry(key, value)
+    sess = ort.InferenceSession(job["model"], so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(1).standard_normal((job["batch"], 512)).astype(np.float32)
+    feeds = {"x": x}
+    run = sess.run
+    phase("measure")
 
-        def time_calls(n: int) -> int:
-            t = time.perf_counter_ns()
-            for _ in range(n):
-                run(None, feeds)
-            return time.perf_counter_ns() - t
+    def time_calls(n: int) -> int:
+        t = time.perf_counter_ns()
+        for _ in range(n):
+            run(None, feeds)
+        return time.perf_counter_ns() - t
 
-        if job["mode"] == "fixed":  # trtexec: warm-up by time, then a fixed window, mean
-            end = time.perf_counter() + job["warmup_s"]
-            while time.perf_counter() < end:
-                time_calls(1)
-            times = []
-            end = time.perf_counter() + job["window_s"]
-            while time.perf_counter() < end or len(times) < 10:
-                times.append(time_calls(1) / 1e6)
-            conn.send({"mean_ms": float(np.mean(times)), "samples_ms": times})
-        else:
-            from gptuner_core.measurement import SamplingSettings
-            from gptuner_core.measurement import measure
+    if job["mode"] == "fixed":  # trtexec: warm-up by time, then a fixed window, mean
+        end = time.perf_counter() + job["warmup_s"]
+        while time.perf_counter() < end:
+            time_calls(1)
+        times = []
+        end = time.perf_counter() + job["window_s"]
+        while time.perf_counter() < end or len(times) < 10:
+            times.append(time_calls(1) / 1e6)
+        return {"mean_ms": float(np.mean(times)), "samples_ms": times}
+    from gptuner_core.measurement import SamplingSettings
+    from gptuner_core.measurement import measure
 
-            r = measure(time_calls, SamplingSettings(**job["settings"]))
-            conn.send(
-                {
-                    "mean_ms": r.stats.mean_ms,
-                    "median_ms": r.stats.median_ms,
-                    "samples_ms": list(r.samples_ms),
-                    "stop_reason": r.stats.stop_reason,
-                    "busy": r.telemetry["busy"],
-                }
-            )
-    except Exception as exc:  # reported to the parent, which raises
-        conn.send({"error": repr(exc)})
-    finally:
-        conn.close()
+    r = measure(time_calls, SamplingSettings(**job["settings"]))
+    return {
+        "mean_ms": r.stats.mean_ms,
+        "median_ms": r.stats.median_ms,
+        "samples_ms": list(r.samples_ms),
+        "stop_reason": r.stats.stop_reason,
+        "busy": r.telemetry["busy"],
+    }
 
 
 def run_fresh(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one measurement job in a fresh spawned process and return its result dict."""
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(job, child))
-    proc.start()
-    child.close()
+    """Run one measurement job in a fresh process, started as the tuner starts its candidates
+    (``engine.isolation.run_isolated``: on Linux a fork of the pre-imported launcher for an
+    ONNX Runtime job, as in a real study), and return its result dict."""
+    import shutil
+
+    from gptuner_core.engine.isolation import run_isolated
+
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)  # the child imports this module by name
+    workdir = Path(tempfile.mkdtemp(prefix="gptuner-bench-"))
     try:
-        result = parent.recv()
-    except EOFError:
-        result = {"error": "child exited without a result"}
-    proc.join(30)
-    if "error" in result:
-        raise RuntimeError(f"measurement child failed: {result['error']}")
-    return result
+        out = run_isolated(
+            "aa_false_winners:measure_child",
+            {**job, "backend": "onnxruntime"},
+            workdir,
+            timeouts={"start": 120, "build": 120, "measure": 120, "profile": 120},
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if out.status != "ok" or out.result is None:
+        raise RuntimeError(f"measurement child failed: {out.status}: {out.error}")
+    return out.result
 
 
 # -- the two methods ---------------------------------------------------------------------------
