@@ -82,8 +82,21 @@ def get_strategy(
     try:
         return cls(space, seed=seed, db=db, warm_start=warm_start, **options)
     except ImportError as exc:
-        msg = f"strategy '{name}' is unavailable: {exc}"
-        raise StrategyError(msg) from None
+        raise StrategyError(_unavailable(name, exc)) from None
+
+
+#: strategies built on a library of the ``search`` extra
+OPTUNA_STRATEGIES = ("tpe", "fast_tpe", "gp", "nsga2")
+
+
+def _unavailable(name: str, exc: ImportError) -> str:
+    """One line: which library the strategy needs, how to install it, which searches need none."""
+    if (exc.name or "").split(".")[0] == "optuna" or "optuna" in str(exc):
+        others = ", ".join(f"--search {n}" for n in _STRATEGIES if n not in OPTUNA_STRATEGIES)
+        default = " (the default)" if name == DEFAULT_STRATEGY else ""
+        return (f"--search {name}{default} needs optuna, which is not installed ({exc}): "
+                f"pip install 'gptuner[search]', or pick a search that needs no library: {others}")
+    return f"strategy '{name}' is unavailable: {exc}"
 
 
 def describe_strategies() -> list[dict[str, Any]]:
@@ -100,11 +113,11 @@ def describe_strategies() -> list[dict[str, Any]]:
                         "available": False, "reason": str(exc), "options": {}})
             continue
         available, reason = True, ""
-        if name in ("tpe", "fast_tpe", "gp", "nsga2"):
+        if name in OPTUNA_STRATEGIES:
             try:
                 importlib.import_module("optuna")
             except ImportError as exc:
-                available, reason = False, f"strategy '{name}' is unavailable: {exc}"
+                available, reason = False, _unavailable(name, exc)
         out.append({
             "name": name,
             "summary": cls.summary,

@@ -193,3 +193,21 @@ def test_warm_start_routes(recording, study_dir):
     assert len(routes) == 2
     best = max((r for r in recording.records if r.eligible), key=lambda r: r.speedup)
     assert routes[0].key(recording.db) == Route.parse(best.requested_route).key(recording.db)
+
+
+@pytest.mark.parametrize("name", ["fast_tpe", "tpe", "gp"])
+def test_a_strategy_whose_library_is_missing_says_how_to_get_it(name, monkeypatch):
+    """Seen on a machine without optuna: ``gptuner tune`` (default ``--search fast_tpe``) said only
+    "strategy 'fast_tpe' is unavailable: No module named 'optuna'"; the line must say what to
+    install and which searches work without it."""
+    import sys
+
+    recording = load_recording(SWEEP)
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if it were not installed
+    with pytest.raises(StrategyError) as err:
+        get_strategy(name, recording.expression, seed=0, db=recording.db)
+    line = str(err.value)
+    assert "\n" not in line
+    assert f"--search {name}" in line and "optuna" in line
+    assert "pip install 'gptuner[search]'" in line
+    assert "--search full" in line and "--search random" in line
