@@ -144,11 +144,12 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     why = {"max_rounds": "round budget spent", "max_time": "time budget spent"}.get(
         res["stop_reason"], res["stop_reason"]
     )
-    more = (
-        f"about {res['projected']} rounds in all would decide"
-        if res["projected"] is not None
-        else "more rounds would not decide it (the estimate sits on the threshold)"
-    )
+    if res["projected"] is not None:
+        more = f"about {res['projected']} rounds in all would decide"
+    elif e is not None and (e.low is None or e.high is None):
+        more = "no interval yet: more rounds are needed before one can be formed"
+    else:
+        more = "more rounds would not decide it (the estimate sits on the threshold)"
     return (
         f"inconclusive after {rounds} rounds ({why}): best #{best} {e} neither clears "
         f"{thr:.3g}x nor rules it out; {more}; keeping the default route"

@@ -72,8 +72,12 @@ class Comparison:
             return f"{b} vs {a} could not be measured: {self.error or 'no samples'}"
         why = {"max_rounds": "round budget spent", "max_time": "time budget spent"}.get(
             self.stop_reason, self.stop_reason or "stopped")
-        more = (f"about {self.projected_rounds} rounds in all would decide"
-                if self.projected_rounds else "more rounds would not decide it")
+        if self.projected_rounds:
+            more = f"about {self.projected_rounds} rounds in all would decide"
+        elif not self.ci:
+            more = "no interval yet: more rounds are needed before one can be formed"
+        else:
+            more = "more rounds would not decide it"
         return (f"undecided after {self.rounds} rounds ({why}): {b} against {a} {est} neither "
                 f"clears {1 + self.min_effect:.3g}x nor rules it out; {more}")
 

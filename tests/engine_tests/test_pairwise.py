@@ -88,3 +88,16 @@ def test_a_killed_background_run_reads_as_failed(tmp_path, tiny_model, tiny_data
     assert job.phase == "failed" and job.cause
     with open_store(study, readonly=True) as store:
         assert not store.events("pairwise")  # nothing half-stored
+
+
+def test_an_undecided_comparison_without_an_interval_asks_for_more_rounds() -> None:
+    """Regimes can leave too few matched rounds for any interval; the sentence said "more rounds
+    would not decide it", the opposite of the truth."""
+    from gptuner_core.records.pairwise import Comparison
+
+    base = dict(reference=0, candidate=3, verdict="inconclusive", speedup=1.22, rounds=6,
+                max_rounds=6, method="matched", min_effect=0.01, stop_reason="max_rounds")
+    without = Comparison(ci=None, **base).sentence()
+    assert "would not decide" not in without and "no interval yet: more rounds are needed" in without
+    sits = Comparison(ci=(0.99, 1.03), **base).sentence()
+    assert "more rounds would not decide it" in sits

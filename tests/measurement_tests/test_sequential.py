@@ -127,6 +127,23 @@ class TestDecisions:
         assert res.contender(1).estimate.high < 1.01
         assert "no route is faster than the default by more than 1%" in res.message
 
+    def test_inconclusive_without_an_interval_asks_for_more_rounds(self) -> None:
+        """Seen in the H200 A/A runs: per-process medians 1.7x apart (regimes), 6 rounds, only 2
+        of them matched, so no interval; the message said "more rounds would not decide it (the
+        estimate sits on the threshold)", the opposite of the truth."""
+        rng = np.random.default_rng(3)
+
+        def measure_fresh(number: int, round_index: int) -> list[float]:
+            base = 0.34 * (1.7 if rng.random() < 0.4 else 1.0)
+            return list(base * (1 + 0.01 * rng.standard_normal(50)))
+
+        res = revalidate_sequential([1], 0, measure_fresh,
+                                    SequentialPlan(min_rounds=4, max_rounds=6), seed=0)
+        assert res.verdict is Verdict.INCONCLUSIVE
+        assert res.contender(1).estimate.low is None
+        assert "would not decide" not in res.message
+        assert "no interval yet: more rounds are needed" in res.message
+
     def test_round_budget_gives_inconclusive_with_a_projection(self) -> None:
         """Equivalent routes and a 1 % min-effect cannot be decided in 6 rounds: inconclusive,
         with the rounds that would decide it, never "not faster"."""
