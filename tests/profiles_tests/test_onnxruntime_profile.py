@@ -110,11 +110,14 @@ class TestInt8Diff:
         """INT8 (QOperator) vs the default on cnn_digits: the difference comes from the quantized
         Conv/Gemm nodes, each shown with its kernel and precision change.
 
-        The direction depends on the CPU (INT8 wins with VNNI, CI's machines have seen it lose
-        1.48x without), so the test holds the diff to naming the right cause either way."""
+        The direction and size depend on the CPU (INT8 wins with VNNI, CI's machines have seen
+        it lose 1.48x without, and a clean-clone run here saw 1.03x, within the profile noise),
+        so the test holds the diff to naming the right cause in any case: a total within noise
+        is said so, and the layers that differ are still named."""
         quantized = set(cnn_builds["-quant:mode=qoperator"][0].info["quantized_nodes"])
         diff = diff_profiles(profiles[""], profiles["-quant:mode=qoperator"], label_a="#0", label_b="#1")
-        assert diff.significant, diff.summary()
+        if not diff.significant:
+            assert "the end-to-end difference is within noise; layers that differ" in diff.summary()
         sources = diff.sources()
         assert sources, diff.summary()
         top = sources[0]
