@@ -129,10 +129,11 @@ def measure_child(job: dict[str, Any], workdir: Any, phase: Any) -> dict[str, An
     }
 
 
-def run_fresh(job: dict[str, Any]) -> dict[str, Any]:
+def run_fresh(job: dict[str, Any], start_method: str | None = None) -> dict[str, Any]:
     """Run one measurement job in a fresh process, started as the tuner starts its candidates
     (``engine.isolation.run_isolated``: on Linux a fork of the pre-imported launcher for an
-    ONNX Runtime job, as in a real study), and return its result dict."""
+    ONNX Runtime job, as in a real study, unless ``start_method`` names another), and return
+    its result dict."""
     import shutil
 
     from gptuner_core.engine.isolation import run_isolated
@@ -147,6 +148,7 @@ def run_fresh(job: dict[str, Any]) -> dict[str, Any]:
             {**job, "backend": "onnxruntime"},
             workdir,
             timeouts={"start": 120, "build": 120, "measure": 120, "profile": 120},
+            start_method=start_method,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

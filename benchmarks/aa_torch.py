@@ -70,11 +70,8 @@ def build_default(study: Path, args: argparse.Namespace) -> None:
 
 def open_study(study: Path):
     """The study's settings, its default candidate and an evaluator over its folder."""
-    from gptuner_core.backends import load_backend
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
-    from gptuner_core.engine.evaluator import StudyContext
-    from gptuner_core.engine.inputs import open_inputs
+    from gptuner_core.engine.evaluator import study_evaluator
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.storage import open_store
 
@@ -82,12 +79,9 @@ def open_study(study: Path):
     with open_store(ws.root, readonly=True) as store:
         cfg = StudyConfig.from_json(store.config())
         default = store.candidate(0)
-        sha, axes = store.get_meta("inputs_sha256"), store.get_meta("batch_axes")
     if default is None or not default.eligible:
         raise SystemExit(f"the setup study's default route did not measure: {default}")
-    specs = load_backend(cfg.backend, cfg.backend_options).input_specs(Path(cfg.model))
-    inputs = open_inputs(ws, cfg, specs, sha, axes)
-    return cfg, default, IsolatedEvaluator(StudyContext(config=cfg, workspace=ws, inputs=inputs))
+    return cfg, default, study_evaluator(ws, cfg)
 
 
 def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import shutil
 import statistics
 import sys
 import tempfile
@@ -29,21 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _load import competing_load  # noqa: E402
 from aa_false_winners import build_mlp  # noqa: E402
+from aa_false_winners import run_fresh  # noqa: E402
 
 
 def measure_once(job: dict, method: str) -> float:
-    from gptuner_core.engine.isolation import run_isolated
-
-    workdir = Path(tempfile.mkdtemp(prefix="gptuner-bench-"))
     try:
-        out = run_isolated("aa_false_winners:measure_child", {**job, "backend": "onnxruntime"}, workdir,
-                           timeouts={"start": 120, "build": 120, "measure": 120, "profile": 120},
-                           start_method=method)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if out.status != "ok" or out.result is None:
-        raise SystemExit(f"measurement failed ({method}): {out.status}: {out.error}")
-    return float(out.result["median_ms"])
+        return float(run_fresh(job, start_method=method)["median_ms"])
+    except RuntimeError as exc:
+        raise SystemExit(f"measurement failed ({method}): {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,6 +69,20 @@ class StudyContext:
     inputs: StudyInputs
 
 
+def study_evaluator(workspace: StudyWorkspace, config: StudyConfig) -> IsolatedEvaluator:
+    """An evaluator over an existing study: its stored inputs, verified by their recorded hash
+    (re-measuring candidates outside the tuner: ``gptuner revalidate``, benchmarks)."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.engine.inputs import open_inputs
+    from gptuner_core.storage import open_store
+
+    with open_store(workspace.root, readonly=True) as store:
+        sha, axes = store.get_meta("inputs_sha256"), store.get_meta("batch_axes")
+    specs = load_backend(config.backend, config.backend_options).input_specs(Path(config.model))
+    inputs = open_inputs(workspace, config, specs, sha, axes)
+    return IsolatedEvaluator(StudyContext(config=config, workspace=workspace, inputs=inputs))
+
+
 class IsolatedEvaluator:
     """Real builds and measurements, each in a fresh isolated process."""
 

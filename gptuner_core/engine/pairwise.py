@@ -109,12 +109,9 @@ def compare_candidates(
     (:class:`~gptuner_core.errors.DeviceBusyError`) when the device stays busy that long;
     ``on_progress``: called with each progress record written to ``state.json``.
     """
-    from gptuner_core.backends import load_backend
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.device_lock import measuring_devices
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
-    from gptuner_core.engine.evaluator import StudyContext
-    from gptuner_core.engine.inputs import open_inputs
+    from gptuner_core.engine.evaluator import study_evaluator
     from gptuner_core.engine.sink import measuring_device
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.measurement import SequentialPlan
@@ -140,11 +137,7 @@ def compare_candidates(
         if on_progress is not None:
             on_progress(record)
 
-    with open_store(ws.root, readonly=True) as store:
-        sha, axes = store.get_meta("inputs_sha256"), store.get_meta("batch_axes")
-    specs = load_backend(cfg.backend, cfg.backend_options).input_specs(Path(cfg.model))
-    inputs = open_inputs(ws, cfg, specs, sha, axes)
-    evaluator = IsolatedEvaluator(StudyContext(config=cfg, workspace=ws, inputs=inputs))
+    evaluator = study_evaluator(ws, cfg)
     relative = folder.resolve().relative_to(ws.root.resolve())
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
