@@ -104,9 +104,12 @@ print(json.dumps(list(r.samples_ms)))
 
 @pytest.mark.slow
 def test_real_matmul_gain_is_declared_in_fresh_processes() -> None:
-    """Default 160x160 matmul, an identical twin, and 146x146 (~24 % fewer flops) in fresh
-    single-threaded processes: the smaller size is declared the winner, the twin is ~1.0x."""
-    sizes = {0: 160, 1: 160, 2: 146}
+    """Default 160x160 matmul, an identical twin, and 128x128 (half the flops) in fresh
+    single-threaded processes: the smaller size is declared the winner, the twin is ~1.0x. The
+    effect is large on purpose: with 146x146 (~24 % fewer flops) a noisy CI machine gave
+    "inconclusive after 6 rounds ... CI [0.911, 1.969]", which is the right verdict for that noise
+    and not what this test is about."""
+    sizes = {0: 160, 1: 160, 2: 128}
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
@@ -124,5 +127,5 @@ def test_real_matmul_gain_is_declared_in_fresh_processes() -> None:
 
     res = revalidate_sequential([1, 2], 0, measure_fresh, SequentialPlan(max_rounds=6), seed=0)
     assert res.winner == 2, res.message
-    assert 1.1 < res.contender(2).estimate.point < 1.6
+    assert 1.4 < res.contender(2).estimate.point < 2.6
     assert 0.85 < res.contender(1).estimate.point < 1.15
