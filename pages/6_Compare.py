@@ -15,6 +15,7 @@ from gptuner_core.engine import pairwise
 from gptuner_core.engine import pairwise_jobs
 from gptuner_core.errors import GptunerError
 from gptuner_core.records import Winner
+from gptuner_core.records.confidence import percent
 from gptuner_core.views import compare as cmp_views
 from gptuner_core.views.picker import MAX_OPTIONS
 from gptuner_core.views.picker import candidate_choices
@@ -122,7 +123,7 @@ def pairwise_panel() -> None:
         m = st.columns(4)
         m[0].metric(f"Speed-up of #{c.candidate} vs #{c.reference}",
                     "—" if c.speedup is None else f"{c.speedup:.3f}x")
-        m[1].metric(f"{round(c.confidence * 100)}% CI",
+        m[1].metric(f"{percent(c.confidence)} CI",
                     f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "—")
         m[2].metric("Rounds", f"{c.rounds}/{c.max_rounds}")
         m[3].metric("Verdict", c.verdict.replace("_", " "))

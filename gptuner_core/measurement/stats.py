@@ -26,6 +26,7 @@ import numpy as np
 
 from gptuner_core.errors import ConfigError
 from gptuner_core.records import LatencyStats
+from gptuner_core.records.confidence import percent
 
 
 if TYPE_CHECKING:
@@ -245,8 +246,7 @@ class SpeedupEstimate:
     def __str__(self) -> str:
         if self.low is None or self.high is None:
             return f"{self.point:.3f}x, no CI ({self.note or 'too few measurements'})"
-        pct = round(self.confidence * 100)
-        return f"{self.point:.3f}x, {pct}% CI [{self.low:.3f}, {self.high:.3f}]"
+        return f"{self.point:.3f}x, {percent(self.confidence)} CI [{self.low:.3f}, {self.high:.3f}]"
 
 
 def too_few(n_default: int, n_candidate: int, what: str = "samples") -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gptuner_core.records.confidence import percent
+
 
 #: the outcomes of a comparison (B against the reference A)
 OUTCOMES = ("winner", "not_faster", "inconclusive", "failed")
@@ -62,7 +64,7 @@ class Comparison:
         pct = f"{self.min_effect * 100:g}%"
         est = "-" if self.speedup is None else f"{self.speedup:.3f}x"
         if self.ci:
-            est += f", {round(self.confidence * 100)}% CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}]"
+            est += f", {percent(self.confidence)} CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}]"
         how = f"{self.rounds} interleaved rounds in fresh processes"
         if self.verdict == "winner":
             return f"{b} is faster than {a} by more than {pct}: {est} ({how})"

@@ -101,3 +101,12 @@ def test_an_undecided_comparison_without_an_interval_asks_for_more_rounds() -> N
     assert "would not decide" not in without and "no interval yet: more rounds are needed" in without
     sits = Comparison(ci=(0.99, 1.03), **base).sentence()
     assert "more rounds would not decide it" in sits
+
+
+def test_the_comparison_states_its_confidence_without_rounding_it_up() -> None:
+    """A pairwise interval at 99.6 % reads "99.6% CI", never "100% CI"."""
+    from gptuner_core.records.pairwise import Comparison
+
+    c = Comparison(reference=0, candidate=2, verdict="winner", speedup=1.3, ci=(1.2, 1.4), rounds=4,
+                   max_rounds=12, method="t", min_effect=0.01, confidence=0.996)
+    assert "99.6% CI [1.200, 1.400]" in c.sentence()

@@ -189,3 +189,15 @@ def test_rank_orders_eligible_candidates_fastest_first() -> None:
     assert rank(recs, k=2, exclude=[0]) == [3, 1]
     with pytest.raises(ConfigError, match="k must be"):
         rank(recs, k=-1)
+
+
+def test_confidence_is_never_rounded_up_to_100_percent() -> None:
+    """Re-validation intervals are at per-look levels such as 99.5 % or 99.75 %: the text says
+    that level (floored), never "100% CI", which would claim certainty."""
+    from gptuner_core.records.confidence import percent
+
+    assert [percent(c) for c in (0.95, 0.99, 0.995, 0.99753, 0.9999999)] == [
+        "95%", "99%", "99.5%", "99.75%", "99.99%"]
+    est = SpeedupEstimate(point=1.316, low=1.189, high=1.456, confidence=0.99753, method="t",
+                          n_default=4, n_candidate=4)
+    assert "99.75% CI [1.189, 1.456]" in str(est)
