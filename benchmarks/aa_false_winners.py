@@ -176,9 +176,10 @@ def trtexec_method(routes: list[dict[str, Any]], window_s: float) -> dict[str, A
     }
 
 
-def contenders(medians: dict[int, float], default: int, k: int, margin: float) -> list[int]:
-    """Top-k non-default routes by median, keeping only those within ``margin`` of the best
-    (a route screened more than ``margin`` slower than the best is not re-validated)."""
+def contenders(medians: dict[int, float], default: int, k: int, margin: float | None) -> list[int]:
+    """Top-k non-default routes by median (the tuner's rule: ``engine.finish`` re-validates the
+    top ``--revalidate-top-k``), keeping only those within ``margin`` of the best when a margin is
+    given (a route screened more than ``margin`` slower than the best is not re-validated)."""
     from gptuner_core.measurement import rank
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import CandidateState
@@ -205,6 +206,8 @@ def contenders(medians: dict[int, float], default: int, k: int, margin: float) -
         for i, m in medians.items()
     ]
     top = rank(recs, k=k, exclude=[default])
+    if margin is None:
+        return top
     best = min(medians[i] for i in top)
     return [i for i in top if medians[i] <= best * (1 + margin)]
 
@@ -216,7 +219,7 @@ def our_method(
     recheck: dict[str, Any],
     plan: dict[str, Any] | None = None,
     k: int = 3,
-    margin: float = 1.0,
+    margin: float | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Adaptive screening of every route, then sequential re-validation of the contenders."""

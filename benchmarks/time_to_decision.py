@@ -8,7 +8,8 @@ Every measurement runs in a FRESH spawned process.
 * fixed loop: each route measured once for 3 s after a 200 ms warm-up; the lowest mean wins.
 * ours: adaptive sampling per route (``SamplingSettings`` defaults, capped by ``--screen-max-s``),
   then SEQUENTIAL interleaved re-validation (fresh processes, ``revalidate_sequential``) of the
-  contenders: the top-3 routes whose screening median is within 15 % of the best screened route.
+  contenders: the top-3 routes by screening median, as the tuner picks them (``--margin 0.15``
+  keeps only those within 15 % of the best screened route, a rule the tuner does not have).
   Rounds continue until a winner's speed-up CI clears 1.01 (alpha spending keeps that valid), or
   every contender is "not faster", or the ``--max-rounds`` / ``--max-time-s`` budget ends it
   "inconclusive" (counted as a wrong decision here).
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed-s", type=float, default=3.0, help="fixed loop seconds per route (3)")
     p.add_argument("--screen-max-s", type=float, default=3.0)
     p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--margin", type=float, default=None,
+                   help="re-validate only routes screened within this fraction of the best "
+                        "(default: none, the tuner's top-3 rule)")
     add_plan_arguments(p)
     args = p.parse_args(argv)
     plan = plan_from(args)
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 recheck=recheck.to_json(),
                 plan=plan,
                 k=3,
-                margin=0.15,
+                margin=args.margin,
                 seed=study,
             )
             f_ok += f["winner"] == fast_index

@@ -7,8 +7,9 @@ speed-up interval of every contender against the default either
 * lies above ``1 + min_effect``: **winner** (with ``plan.winner_floor``: lies above
   ``1 + winner_floor`` with its point estimate above ``1 + min_effect``);
 * lies below ``1 + min_effect`` (inside +-min_effect, or slower): **not faster**;
-* or lies below the lower end of a route already declared winner: **outclassed** (it cannot be
-  the best, so measuring it further is wasted);
+* or lies below the lower end of a route already declared winner, or the contender is
+  significantly slower than the leading contender (paired with it round by round):
+  **outclassed** (it cannot be the best, so measuring it further is wasted);
 
 or until the round budget (``max_rounds``) or the time budget (``max_time_s``) is spent: then the
 contender, and the study if nothing won, is **inconclusive**, with the number of rounds that
@@ -156,6 +157,39 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     )
 
 
+def slower_than_leader(
+    medians: dict[int, list[float | None]],
+    cands: Sequence[int],
+    status: dict[int, str],
+    last: dict[int, tuple[LogInterval, float, str, Regimes]],
+    alpha: float,
+    plan_method: str,
+) -> list[int]:
+    """Undecided contenders significantly slower than the leading contender (the one with the
+    highest speed-up estimate at this look): they cannot be the best route, so measuring them
+    further only costs processes. Each is paired with the leader over the rounds both were
+    measured in, so the default's own process noise cancels; the interval is at the look's
+    level. Dropping a contender never adds a winner, so the false-winner bound is untouched."""
+    scored = [c for c in cands if c in last and status[c] != "failed"]
+    if len(scored) < 2:
+        return []
+    leader = max(scored, key=lambda c: (last[c][0].centre, -c))
+    out = []
+    for c in scored:
+        if c == leader or status[c] != "inconclusive":
+            continue
+        pairs = [(a, b) for a, b in zip(medians[leader], medians[c], strict=True)
+                 if a is not None and b is not None]
+        if len(pairs) < 2:
+            continue
+        lead, other = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        method = choose_method(plan_method, detect_regimes(list(lead)), detect_regimes(list(other)))
+        iv = _interval(lead, other, alpha, method)  # the speed-up of c over the leader
+        if iv.high is not None and iv.high < 0.0:
+            out.append(c)
+    return out
+
+
 def revalidate_sequential(
     contenders: Sequence[int],
     default: int,
@@ -261,6 +295,8 @@ def revalidate_sequential(
                         high = last[c][0].high
                         if high is not None and high < bar:
                             status[c], decided_at[c] = "outclassed", n
+            for c in slower_than_leader(medians, cands, status, last, alphas[n], plan.method):
+                status[c], decided_at[c] = "outclassed", n
         if on_round is not None:
             on_round(n, plan.max_rounds, tuple(c for c in cands if status[c] == "inconclusive"))
     else:
@@ -300,8 +336,8 @@ def revalidate_sequential(
     if winner is not None:
         verdict = Verdict.WINNER
     elif any(s == "not_faster" for s in status.values()) and all(
-        s in ("not_faster", "failed") for s in status.values()
-    ):
+        s in ("not_faster", "outclassed", "failed") for s in status.values()
+    ):  # an outclassed route is slower than one that is not faster
         verdict = Verdict.NOT_FASTER
     else:
         verdict = Verdict.INCONCLUSIVE

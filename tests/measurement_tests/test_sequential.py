@@ -216,6 +216,39 @@ class TestDecisions:
         assert all(p[1] == 30 for p in progress) and progress[-1][2] == ()
         assert res.contender(1).decided_at <= res.contender(2).decided_at
 
+    def test_a_contender_clearly_slower_than_the_leader_stops_being_measured(self) -> None:
+        """The default's own processes are noisy (+-25 %), so at the first look nothing is decided
+        against it; but #2 and #3 run 1.25x slower than #1 in every round (paired against #1,
+        the default's noise cancels): they cannot be the best route, so they are "outclassed" at
+        that look and the later rounds measure only the default and #1. Before, every round kept
+        measuring all four routes until #1 won (time to decision: two of four processes wasted)."""
+        noise = [1.0, 1.3, 0.75, 1.2, 0.8, 1.25, 0.85, 1.3, 0.75, 1.2, 0.8, 1.25, 0.85, 1.1, 0.9, 1.0]
+
+        def measure(number: int, round_index: int) -> list[float]:
+            lat = {0: noise[round_index], 1: 0.8, 2: 1.0, 3: 1.0}[number]
+            return [lat * (1 + 0.001 * (i % 3)) for i in range(9)]
+
+        res = revalidate_sequential([1, 2, 3], 0, measure, SequentialPlan(max_rounds=16), seed=1)
+        first = res.looks[0]
+        assert res.contender(1).status in ("winner", "inconclusive") and res.rounds > first, res.message
+        for c in (2, 3):
+            assert res.contender(c).status == "outclassed" and res.contender(c).decided_at == first
+            assert res.contender(c).rounds == first
+        assert all(set(r) == {0, 1} for r in res.schedule[first:]), res.schedule
+
+    def test_a_leader_decided_not_faster_makes_the_outclassed_ones_not_faster_too(self) -> None:
+        """#2 is outclassed by #1 at the first look; #1 is later decided not faster than the
+        default. Nothing is left undecided, so the study says "not faster", not "inconclusive"."""
+        def measure(number: int, round_index: int) -> list[float]:
+            wobble = 1.0 + (0.25 if round_index % 2 else -0.5) * (0.5 ** round_index)
+            lat = {0: 1.0, 1: 1.15 * wobble, 2: 1.5 * wobble}[number]
+            return [lat] * 5
+
+        res = revalidate_sequential([1, 2], 0, measure, SequentialPlan(max_rounds=30, method="t"))
+        assert res.contender(2).status == "outclassed", [(c.number, c.status) for c in res.contenders]
+        assert res.contender(1).status == "not_faster"
+        assert res.verdict is Verdict.NOT_FASTER, res.message
+
     def test_record_round_trips_and_winner_meta_keeps_the_old_keys(self) -> None:
         """to_json/from_json round-trip through JSON; winner_meta has every key the engine
         reads today plus verdict, rounds, method."""
