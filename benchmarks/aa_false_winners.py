@@ -243,6 +243,7 @@ def our_method(
         "winner": res.winner,
         "verdict": res.verdict.value,
         "rounds": res.rounds,
+        "processes": sum(len(r) for r in res.schedule),
         "revalidated": top,
         "best": res.best,
         "best_est": best,

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             "| study | fixed winner | fixed claims | fixed s | ours re-validated | ours verdict (CI) "
-            "| ours rounds | ours screen s | ours s | speed-up of decision |"
+            "| ours rounds (processes) | ours screen s | ours s | speed-up of decision |"
         )
         print("|" + "---|" * 10)
         f_ok = o_ok = 0
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             won = f"#{o['winner']}" if o["winner"] is not None else o["verdict"]
             print(
                 f"| {study} | #{f['winner']} | {f['claimed']:.3f}x | {f['wall_s']:.1f} | {o['revalidated']} "
-                f"| {won} #{o['best']} {describe(o['best_est'])} | {o['rounds']} | {o['screen_s']:.1f} "
+                f"| {won} #{o['best']} {describe(o['best_est'])} | {o['rounds']} ({o['processes']}) | {o['screen_s']:.1f} "
                 f"| {o['wall_s']:.1f} | {f['wall_s'] / o['wall_s']:.2f}x |",
                 flush=True,
             )

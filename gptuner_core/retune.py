@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.errors import ConfigError
-from gptuner_core.errors import GptunerError
 from gptuner_core.errors import StoreError
 
 
@@ -83,6 +82,7 @@ def _check(cfg: StudyConfig, route: str | None, why: str, workdir: Path, specs: 
     from gptuner_core.engine.inputs import StudyInputs
     from gptuner_core.engine.inputs import load_inputs
     from gptuner_core.engine.inputs import store_inputs
+    from gptuner_core.engine.rounds import round_samples
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.expressions import Expression
     from gptuner_core.measurement import SequentialPlan
@@ -116,11 +116,8 @@ def _check(cfg: StudyConfig, route: str | None, why: str, workdir: Path, specs: 
     records = {0: base, 1: old}
 
     def measure(number: int, round_index: int) -> list[float]:
-        res = ev.remeasure(records[number], f"revalidation/r{round_index}_{number:05d}")
-        if not res.ok or not res.samples_ms:
-            msg = f"re-measurement of {'the new default' if number == 0 else 'the old route'} failed ({res.error or 'no samples'})"
-            raise GptunerError(msg)
-        return list(res.samples_ms)
+        return round_samples(ev, records[number], f"revalidation/r{round_index}_{number:05d}",
+                             "the new default" if number == 0 else "the old route")
 
     plan = SequentialPlan(min_effect=cfg.min_effect, min_rounds=min(4, max_rounds), max_rounds=max_rounds)
     res = revalidate_sequential([1], 0, measure, plan, seed=cfg.seed)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gptuner_core.errors import BackendError
+from gptuner_core.engine.rounds import round_samples
 from gptuner_core.errors import BundleError
 
 
@@ -183,8 +183,4 @@ def measure_fresh(pair: GatePair, number: int, round_index: int) -> list[float]:
     rec, ev = (pair.candidate, pair.candidate_eval) if number == CANDIDATE else (pair.baseline, pair.baseline_eval)
     who = "candidate" if number == CANDIDATE else "baseline"
     purpose = f"rounds/r{round_index}_{who}"
-    res = ev.remeasure(rec, purpose)
-    if not res.ok or not res.samples_ms:
-        msg = f"re-measurement of the {who} failed ({res.error or 'no samples'}; see {ev.ctx.workspace.root / purpose}/log.txt)"
-        raise BackendError(msg)
-    return list(res.samples_ms)
+    return round_samples(ev, rec, purpose, f"the {who}", see=ev.ctx.workspace.root / purpose)

@@ -259,7 +259,7 @@ class TuneCommand(Command):
         parser.add_argument("--measure-option", action="append", metavar="KEY=VALUE",
                             help="measurement setting, e.g. target_rel_ci=0.02")
         parser.add_argument("--revalidate-top-k", type=int, default=3)
-        parser.add_argument("--revalidate-rounds", type=int, default=12, help="round budget of the sequential re-validation (it stops as soon as each contender is decided)")
+        parser.add_argument("--revalidate-rounds", type=int, default=12, help="round budget of the sequential re-validation (it stops as soon as each contender is decided; each round measures every route in a fresh process with a quarter of the screening budget)")
         parser.add_argument("--min-effect", type=float, default=0.01)
         parser.add_argument("--drift-every", type=int, default=10)
         parser.add_argument("--keep-artifacts", choices=["best", "top-k", "all"], default="top-k",

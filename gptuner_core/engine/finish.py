@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine import verdict
+from gptuner_core.engine.rounds import round_samples
 from gptuner_core.engine.workspace import write_atomic
-from gptuner_core.errors import BackendError
 from gptuner_core.errors import GptunerError
 from gptuner_core.errors import StoreError
 
@@ -55,12 +55,8 @@ def revalidate_winner(
     )
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
-        purpose = f"revalidation/r{round_index}_{number:05d}"
-        res = evaluator.remeasure(by_number[number], purpose)
-        if not res.ok or not res.samples_ms:
-            msg = f"re-measurement of candidate #{number} failed ({res.error or 'no samples'}; see {purpose}/log.txt)"
-            raise BackendError(msg)
-        return list(res.samples_ms)
+        return round_samples(evaluator, by_number[number], f"revalidation/r{round_index}_{number:05d}",
+                             f"candidate #{number}")
 
     if shapes:
         from gptuner_core.engine.shape_revalidation import revalidate_shapes

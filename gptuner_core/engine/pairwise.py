@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.artifacts import needs_rebuild
-from gptuner_core.errors import BackendError
 from gptuner_core.errors import ConfigError
 from gptuner_core.records.pairwise import Comparison
 from gptuner_core.records.pairwise import PairwiseProgress
@@ -112,6 +111,7 @@ def compare_candidates(
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.device_lock import measuring_devices
     from gptuner_core.engine.evaluator import study_evaluator
+    from gptuner_core.engine.rounds import round_samples
     from gptuner_core.engine.sink import measuring_device
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.measurement import SequentialPlan
@@ -141,11 +141,8 @@ def compare_candidates(
     relative = folder.resolve().relative_to(ws.root.resolve())
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
-        res = evaluator.remeasure(recs[number], str(relative / f"r{round_index}_{number:05d}"))
-        if not res.ok or not res.samples_ms:
-            msg = f"re-measurement of candidate #{number} failed ({res.error or 'no samples'})"
-            raise BackendError(msg)
-        return list(res.samples_ms)
+        return round_samples(evaluator, recs[number], str(relative / f"r{round_index}_{number:05d}"),
+                             f"candidate #{number}")
 
     plan = SequentialPlan(min_effect=cfg.min_effect, min_rounds=min(4, rounds), max_rounds=rounds)
     device = measuring_device(cfg)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from gptuner_core.engine import verdict
+from gptuner_core.engine.rounds import measure_round
 from gptuner_core.errors import BackendError
 from gptuner_core.records import Verdict
 from gptuner_core.records import Winner
@@ -56,7 +57,7 @@ def revalidate_shapes(
         key = (number, round_index)
         if key not in cache:
             purpose = f"revalidation/r{round_index}_{number:05d}"
-            res = evaluator.remeasure(by_number[number], purpose)
+            res = measure_round(evaluator, by_number[number], purpose)
             if not res.ok or [s.label for s in res.shapes] != labels:
                 msg = (f"re-measurement of candidate #{number} failed ({res.error or 'not measured at every shape'}; "
                        f"see {purpose}/log.txt)")

@@ -39,6 +39,18 @@ def cnn_study(tmp_path_factory):
 
 
 class TestTuneOnnxRuntime:
+    def test_revalidation_rounds_sample_a_quarter_of_the_screening_budget(self, cnn_study):
+        """The unit of evidence in a round is the per-process median and rounds narrow the
+        interval, so each round's fresh process keeps the screening's precision target but a
+        quarter of its caps (engine.rounds.ROUND_SCALE). Before, every round's process could take
+        the whole screening budget (10 s per route by default), which under load it did."""
+        study, _ = cnn_study
+        jobs = sorted((study / "revalidation").glob("r*_*/job.json"))
+        assert jobs, sorted(p.name for p in (study / "revalidation").iterdir())
+        assert {json.loads(j.read_text(encoding="utf-8"))["measure_scale"] for j in jobs} == {0.25}
+        screening = json.loads((study / "candidates" / "00000" / "job.json").read_text(encoding="utf-8"))
+        assert screening["measure_scale"] == 1.0
+
     def test_default_first_gate_and_best(self, cnn_study):
         """Default route first (1.0x); int4 fails the gate; an int8 route is eligible and ranked."""
         study, _ = cnn_study
