@@ -282,12 +282,13 @@ def plan_from(args: argparse.Namespace) -> dict[str, Any]:
 
 def settings_for(quick: bool, screen_max_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """Screening and re-validation sampling settings (dicts for the child)."""
+    from gptuner_core.engine.rounds import ROUND_SCALE
     from gptuner_core.measurement import SamplingSettings
 
     screen = SamplingSettings(max_time_s=screen_max_s, gpu_index=None)
     if quick:
         screen = screen.scaled(0.5)
-    recheck = screen.scaled(0.25)
+    recheck = screen.scaled(ROUND_SCALE)  # as the tuner's rounds measure (engine.rounds)
     return screen.to_json(), recheck.to_json()
 
 
