@@ -55,6 +55,7 @@ from gptuner_core.measurement.verdicts import ContenderVerdict
 from gptuner_core.measurement.verdicts import SequentialPlan
 from gptuner_core.measurement.verdicts import SequentialResult
 from gptuner_core.measurement.verdicts import Verdict
+from gptuner_core.records.undecided import more_rounds
 
 
 def _projected(n: int, iv: LogInterval, threshold: float) -> int | None:
@@ -145,12 +146,7 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     why = {"max_rounds": "round budget spent", "max_time": "time budget spent"}.get(
         res["stop_reason"], res["stop_reason"]
     )
-    if res["projected"] is not None:
-        more = f"about {res['projected']} rounds in all would decide"
-    elif e is not None and (e.low is None or e.high is None):
-        more = "no interval yet: more rounds are needed before one can be formed"
-    else:
-        more = "more rounds would not decide it (the estimate sits on the threshold)"
+    more = more_rounds(res["projected"], not (e is not None and (e.low is None or e.high is None)))
     return (
         f"inconclusive after {rounds} rounds ({why}): best #{best} {e} neither clears "
         f"{thr:.3g}x nor rules it out; {more}; keeping the default route"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gptuner_core.records.confidence import percent
+from gptuner_core.records.undecided import more_rounds
 
 
 #: the outcomes of a comparison (B against the reference A)
@@ -74,12 +75,7 @@ class Comparison:
             return f"{b} vs {a} could not be measured: {self.error or 'no samples'}"
         why = {"max_rounds": "round budget spent", "max_time": "time budget spent"}.get(
             self.stop_reason, self.stop_reason or "stopped")
-        if self.projected_rounds:
-            more = f"about {self.projected_rounds} rounds in all would decide"
-        elif not self.ci:
-            more = "no interval yet: more rounds are needed before one can be formed"
-        else:
-            more = "more rounds would not decide it"
+        more = more_rounds(self.projected_rounds, bool(self.ci))
         return (f"undecided after {self.rounds} rounds ({why}): {b} against {a} {est} neither "
                 f"clears {1 + self.min_effect:.3g}x nor rules it out; {more}")
 
