@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def _keys(key: str) -> dict[str, str]:
     return {n: f"{key}_{n}" for n in ("text", "picked", "query", "ns", "file", "bracketed",
-                                      "error")}
+                                      "error", "kept")}
 
 
 def _vals_key(key: str, name: str) -> str:
@@ -98,7 +98,10 @@ def expression_builder(db: KnobDatabase, *, key: str, initial: str = "",
 
     k = _keys(key)
     if k["text"] not in st.session_state:
-        st.session_state[k["text"]] = initial
+        # Streamlit drops a widget's state after any run that does not draw it (New run draws
+        # this only while the model has a knob database, one builder per backend): the text
+        # comes back from its copy under a plain key, which Streamlit never drops
+        st.session_state[k["text"]] = st.session_state.get(k["kept"], initial)
         _sync_pickers(key, db)
     knobs = views.knob_frame(db)
     c1, c2 = st.columns([2, 1])
@@ -132,6 +135,7 @@ def expression_builder(db: KnobDatabase, *, key: str, initial: str = "",
     st.file_uploader("…or load an expression file (--tuneBuildRouteFile; '#' comments allowed)",
                      type=["txt"], key=k["file"], on_change=_load_file, args=(key, db))
     text = st.text_area(label, key=k["text"], height=80, on_change=_sync_pickers, args=(key, db))
+    st.session_state[k["kept"]] = text
     if st.session_state.get(k["error"]):
         st.error(st.session_state[k["error"]])  # the loaded file could not be read
     if error:
