@@ -9,6 +9,8 @@ typed, accepted, and replaced by the starter two reruns later.
 
 from __future__ import annotations
 
+import sys
+
 from streamlit.testing.v1 import AppTest
 
 
@@ -26,7 +28,10 @@ def _app() -> None:
         expression_builder(db, key="b", initial="-fp16:convert=off", label="Expression")
 
 
-def test_typed_expression_survives_a_run_without_the_builder() -> None:
+def test_typed_expression_survives_a_run_without_the_builder(monkeypatch) -> None:
+    # AppTest.from_function runs its script as __main__ and leaves it there; a later spawned
+    # child would re-import that script (NameError: __args) and die at start: restore it
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
     at = AppTest.from_function(_app, default_timeout=60).run()
     assert not at.exception
     at.text_area(key="b_text").set_value("-fp16:convert=[off|on]").run()

@@ -73,9 +73,12 @@ class TestProfileSchema:
         gemm_origins = [la.origins for la in profs[0].layers if "Gemm" in la.kind]
         assert len(gemm_origins) == 4 and sum(len(o) == 2 for o in gemm_origins) == 3
         diff = diff_profiles(*profs)
-        # INT8 is faster on a CPU with VNNI and can be slower without: either way the QGemm
-        # kernels are where the time moved.
-        assert diff.significant and diff.sources(), diff.summary()
+        # INT8 is faster on a CPU with VNNI and can be slower without, and the two can also
+        # come out even (a clean-clone run here: 0.171 vs 0.172 ms): either way the QGemm
+        # kernels are where the time moved, and an even total is said to be within noise.
+        if not diff.significant:
+            assert "the end-to-end difference is within noise; layers that differ" in diff.summary()
+        assert diff.sources(), diff.summary()
         assert all(r.op == "Gemm" and "QGemm" in r.b_kinds and r.b_precision == "INT8" for r in diff.sources())
 
 
