@@ -153,6 +153,20 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     )
 
 
+def paired_interval(
+    medians: dict[int, list[float | None]], ref: int, c: int, alpha: float, plan_method: str
+) -> tuple[LogInterval, Regimes]:
+    """The speed-up interval of ``c`` over ``ref`` (log scale) from the rounds that measured
+    both, its method chosen from both routes' regimes; with ``c``'s regimes."""
+    pairs = [(a, b) for a, b in zip(medians[ref], medians[c], strict=True)
+             if a is not None and b is not None]
+    r_reg = detect_regimes([p[0] for p in pairs], route=ref)
+    c_reg = detect_regimes([p[1] for p in pairs], route=c)
+    method = choose_method(plan_method, r_reg, c_reg)
+    ref_ms, c_ms = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    return _interval(ref_ms, c_ms, alpha, method), c_reg
+
+
 def slower_than_leader(
     medians: dict[int, list[float | None]],
     cands: Sequence[int],
@@ -174,13 +188,9 @@ def slower_than_leader(
     for c in scored:
         if c == leader or status[c] != "inconclusive":
             continue
-        pairs = [(a, b) for a, b in zip(medians[leader], medians[c], strict=True)
-                 if a is not None and b is not None]
-        if len(pairs) < 2:
+        if sum(a is not None and b is not None for a, b in zip(medians[leader], medians[c], strict=True)) < 2:
             continue
-        lead, other = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-        method = choose_method(plan_method, detect_regimes(list(lead)), detect_regimes(list(other)))
-        iv = _interval(lead, other, alpha, method)  # the speed-up of c over the leader
+        iv, _ = paired_interval(medians, leader, c, alpha, plan_method)  # c over the leader
         if iv.high is not None and iv.high < 0.0:
             out.append(c)
     return out
@@ -231,14 +241,7 @@ def revalidate_sequential(
     stop_reason = "max_rounds"
 
     def evaluate(c: int, n: int, alpha: float) -> tuple[LogInterval, str, Regimes]:
-        pairs = [(d, m) for d, m in zip(medians[default], medians[c], strict=True)
-                 if d is not None and m is not None]
-        d_reg = detect_regimes([p[0] for p in pairs], route=default)
-        c_reg = detect_regimes([p[1] for p in pairs], route=c)
-        method = choose_method(plan.method, d_reg, c_reg)
-        d = np.array([p[0] for p in pairs])
-        c = np.array([p[1] for p in pairs])
-        iv = _interval(d, c, alpha, method)
+        iv, c_reg = paired_interval(medians, default, c, alpha, plan.method)
         return iv, iv.method, c_reg
 
     for round_index in range(plan.max_rounds):
