@@ -74,10 +74,21 @@ def dashboard_server(workspace: Path, *, log: Path, timeout_s: float = 60.0,
             proc.wait()
 
 
+IDLE_FOR_MS = 400
+_SETTLED = """(ms) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const idle = app && app.getAttribute('data-test-script-state') === 'notRunning'
+    && !document.querySelector('[data-stale="true"]');
+  const now = performance.now();
+  if (!idle || window.__gptunerIdleSince == null) { window.__gptunerIdleSince = idle ? now : null; }
+  return idle && now - window.__gptunerIdleSince >= ms;
+}"""
+
+
 def wait_idle(page: object) -> None:
-    """Wait until the app's script run is over in a Playwright ``page`` (a rerun still in flight
-    would overwrite what a test types next)."""
-    page.wait_for_function(  # type: ignore[attr-defined]
-        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }")
-    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+    """Wait until the app has settled in a Playwright ``page``: no script run and no stale element
+    for ``IDLE_FOR_MS`` on end. A rerun still in flight would overwrite what a test types next, and
+    the rerun a click asks for may not have started yet when the click returns: one look at the
+    run state can see the run before it, with the old page still drawn."""
+    page.evaluate("() => { window.__gptunerIdleSince = null; }")  # type: ignore[attr-defined]
+    page.wait_for_function(_SETTLED, arg=IDLE_FOR_MS)  # type: ignore[attr-defined]
