@@ -130,11 +130,15 @@ def expression_builder(db: KnobDatabase, *, key: str, initial: str = "",
         else:
             if vk not in st.session_state:
                 st.session_state[vk] = knob.default
-            st.text_input(f"{name} values, separated by | ({knob.unbounded_type})", key=vk,
-                          on_change=_sync_text, args=(key, db), disabled=bool(error))
+            st.text_input(f"{name} values, separated by | ({knob.unbounded_type})",
+                          value=st.session_state[vk], key=vk, on_change=_sync_text,
+                          args=(key, db), disabled=bool(error))
     st.file_uploader("…or load an expression file (--tuneBuildRouteFile; '#' comments allowed)",
                      type=["txt"], key=k["file"], on_change=_load_file, args=(key, db))
-    text = st.text_area(label, key=k["text"], height=80, on_change=_sync_pickers, args=(key, db))
+    # the default a browser falls back on is the text this run holds (a browser that never got
+    # the run that set it, cut short by the next rerun, shows and then sends that, never "")
+    text = st.text_area(label, value=st.session_state[k["text"]], key=k["text"], height=80,
+                        on_change=_sync_pickers, args=(key, db))
     st.session_state[k["kept"]] = text
     if st.session_state.get(k["error"]):
         st.error(st.session_state[k["error"]])  # the loaded file could not be read

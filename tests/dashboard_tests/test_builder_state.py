@@ -39,3 +39,19 @@ def test_typed_expression_survives_a_run_without_the_builder(monkeypatch) -> Non
     at.checkbox(key="draw").check().run()
     assert not at.exception
     assert at.text_area(key="b_text").value == "-fp16:convert=[off|on]"
+
+
+def test_the_browser_falls_back_on_the_text_the_server_holds(monkeypatch) -> None:
+    """A browser shows a text area's ``default`` whenever it holds no value of its own for it,
+    e.g. when the run that set the text was cut short by the next rerun and its message was
+    coalesced away. The default must be the server's text: with "" there, a fresh-server browser
+    run (2 of 24 here) showed an empty box, and the next commit sent "" and lost the expression."""
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
+    at = AppTest.from_function(_app, default_timeout=60).run()
+    assert not at.exception
+    assert at.text_area(key="b_text").proto.default == "-fp16:convert=off"  # the starter
+    at.text_area(key="b_text").set_value("-fp16:convert=[off|on]").run()
+    at.checkbox(key="draw").uncheck().run()
+    at.checkbox(key="draw").check().run()
+    assert not at.exception
+    assert at.text_area(key="b_text").proto.default == "-fp16:convert=[off|on]"
