@@ -153,13 +153,18 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     )
 
 
+def _pairs(medians: dict[int, list[float | None]], ref: int, c: int) -> list[tuple[float, float]]:
+    """The (``ref``, ``c``) medians of the rounds that measured both."""
+    return [(a, b) for a, b in zip(medians[ref], medians[c], strict=True)
+            if a is not None and b is not None]
+
+
 def paired_interval(
     medians: dict[int, list[float | None]], ref: int, c: int, alpha: float, plan_method: str
 ) -> tuple[LogInterval, Regimes]:
     """The speed-up interval of ``c`` over ``ref`` (log scale) from the rounds that measured
     both, its method chosen from both routes' regimes; with ``c``'s regimes."""
-    pairs = [(a, b) for a, b in zip(medians[ref], medians[c], strict=True)
-             if a is not None and b is not None]
+    pairs = _pairs(medians, ref, c)
     r_reg = detect_regimes([p[0] for p in pairs], route=ref)
     c_reg = detect_regimes([p[1] for p in pairs], route=c)
     method = choose_method(plan_method, r_reg, c_reg)
@@ -188,7 +193,7 @@ def slower_than_leader(
     for c in scored:
         if c == leader or status[c] != "inconclusive":
             continue
-        if sum(a is not None and b is not None for a, b in zip(medians[leader], medians[c], strict=True)) < 2:
+        if len(_pairs(medians, leader, c)) < 2:
             continue
         iv, _ = paired_interval(medians, leader, c, alpha, plan_method)  # c over the leader
         if iv.high is not None and iv.high < 0.0:
