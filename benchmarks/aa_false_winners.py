@@ -3,7 +3,7 @@
 Four routes (``--routes``) run the same ONNX model with the same ONNX Runtime session options; routes 1.. only add
 a session config entry ONNX Runtime ignores (``gptuner.aa_route=<i>``), so no route can be faster.
 Each study is repeated ``--repeats`` times and every measurement runs in a FRESH process started
-the way the tuner starts its candidates (``engine.isolation.run_isolated``: on Linux a fork of its
+the way the tuner starts its candidates (``engine.process.isolation.run_isolated``: on Linux a fork of its
 pre-imported launcher for ONNX Runtime work, else a spawned interpreter), for both methods.
 
 * trtexec's method: one measurement per route (200 ms warm-up, then a fixed ``--window`` seconds,
@@ -131,12 +131,12 @@ def measure_child(job: dict[str, Any], workdir: Any, phase: Any) -> dict[str, An
 
 def run_fresh(job: dict[str, Any], start_method: str | None = None) -> dict[str, Any]:
     """Run one measurement job in a fresh process, started as the tuner starts its candidates
-    (``engine.isolation.run_isolated``: on Linux a fork of the pre-imported launcher for an
+    (``engine.process.isolation.run_isolated``: on Linux a fork of the pre-imported launcher for an
     ONNX Runtime job, as in a real study, unless ``start_method`` names another), and return
     its result dict."""
     import shutil
 
-    from gptuner_core.engine.isolation import run_isolated
+    from gptuner_core.engine.process.isolation import run_isolated
 
     here = str(Path(__file__).resolve().parent)
     if here not in sys.path:

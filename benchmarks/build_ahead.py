@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-workers", type=int, default=0, help="0: from cores and memory")
     parser.add_argument("--modes", default="sequential,ahead")
     args = parser.parse_args(own)
-    from gptuner_core.engine.scale_out import default_build_workers
+    from gptuner_core.engine.scale.scale_out import default_build_workers
     from gptuner_core.storage import open_store
 
     workers = args.build_workers or default_build_workers()

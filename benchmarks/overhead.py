@@ -4,7 +4,7 @@ Runs the same real study (ONNX Runtime, real processes, real SQLite) over a tiny
 measurement budget twice in one run: once with every candidate in a spawned interpreter
 (``GPTUNER_START_METHOD=spawn``) and once forked from the pre-imported launcher
 (``GPTUNER_START_METHOD=launcher``). The start method is chosen through
-``gptuner_core.engine.isolation``'s own setting, and every figure comes from what the study stores
+``gptuner_core.engine.process.isolation``'s own setting, and every figure comes from what the study stores
 (``started_at``, the child's ``phase_times``), so nothing in the tuner is patched and the benchmark
 keeps working wherever the tuner calls ``run_isolated``. Per variant and candidate:
 
@@ -47,8 +47,8 @@ def _p90(values: list[float]) -> float:
 
 def _run(variant: str, routes: int, model: Path, dataset: Path, work: Path) -> dict[str, object]:
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine import isolation
-    from gptuner_core.engine import launcher
+    from gptuner_core.engine.process import isolation
+    from gptuner_core.engine.process import launcher
     from gptuner_core.engine.tuner import Tuner
     from gptuner_core.storage import open_store
 
@@ -87,7 +87,7 @@ def main() -> int:
     fallbacks: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: fallbacks.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("gptuner_core.engine.isolation").addHandler(handler)
+    logging.getLogger("gptuner_core.engine.process.isolation").addHandler(handler)
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="gptuner-overhead-"))
     model = make_tiny_model(work / "tiny.onnx")

@@ -2,7 +2,7 @@
 
 The same ONNX Runtime route (the MLP of ``aa_false_winners.py``) is measured ``--processes`` times,
 each time in a fresh process, alternating between the two ways the tuner can start one
-(``engine.isolation.run_isolated``): ``launcher`` (a fork of the pre-imported launcher, what the
+(``engine.process.isolation.run_isolated``): ``launcher`` (a fork of the pre-imported launcher, what the
 tuner uses for ONNX Runtime on Linux) and ``spawn`` (a new interpreter). For each way it prints
 the median of the per-process medians and their spread (coefficient of variation, and max/min).
 Between-process spread is what screening ranks against, so a start method that adds to it makes

@@ -15,7 +15,7 @@ from gptuner_core.errors import ConfigError
 
 if TYPE_CHECKING:
     from gptuner_core.accuracy import AccuracySettings
-    from gptuner_core.engine.scale_out import ScaleOut
+    from gptuner_core.engine.scale.scale_out import ScaleOut
 
 METRICS = ("l0", "l1", "l2", "lInf", "cos")
 
@@ -247,7 +247,7 @@ class StudyConfig:
             by ``minimax`` (the worst shape's speed-up) or ``weighted:W1,W2`` (a traffic mix).
         gate_outputs/output_epsilons/task_output/no_gate: the gate aimed at chosen outputs, an
             epsilon per output, the output ``top1`` reads, and an explicit "no gate".
-        build_workers/ray/workers/normalize: scale-out (``engine.scale_out.ScaleOut``): builds
+        build_workers/ray/workers/normalize: scale-out (``engine.scale.scale_out.ScaleOut``): builds
             ahead in K processes (0 = chosen from cores and memory), Ray workers, one per device,
             and speed-ups against each device's own default route.
         keep_artifacts: whose build outputs stay (``engine.artifacts``): ``top-k`` (the default's
@@ -310,7 +310,7 @@ class StudyConfig:
         validate(self)
 
     def scale_out(self) -> ScaleOut:
-        from gptuner_core.engine.scale_out import ScaleOut
+        from gptuner_core.engine.scale.scale_out import ScaleOut
 
         return ScaleOut(build_workers=self.build_workers, ray=self.ray, workers=self.workers,
                         normalize=self.normalize)

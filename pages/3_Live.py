@@ -12,7 +12,7 @@ from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.trust import code_references
 from gptuner_core.dashboard.workspace import pid_alive
-from gptuner_core.engine.launch import is_running
+from gptuner_core.engine.process.launch import is_running
 from gptuner_core.errors import GptunerError
 from gptuner_core.records import Winner
 from gptuner_core.views.explore import landing_figure

@@ -2,7 +2,7 @@
 
 A backend never runs inside the tuner process for build/run/measure: the engine calls
 :meth:`Backend.build` and :meth:`Backend.load` inside a fresh ``spawn`` child per candidate
-(see ``gptuner_core.engine.isolation``), so a crash, hang or out-of-memory only kills that child.
+(see ``gptuner_core.engine.process.isolation``), so a crash, hang or out-of-memory only kills that child.
 :meth:`Backend.describe`, :meth:`Backend.availability`, :meth:`Backend.input_specs` and
 :meth:`Backend.environment` run in the parent and must be cheap and side-effect free.
 

@@ -11,7 +11,7 @@ from gptuner_core.cli._base import Command
 
 def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
     """Header facts and ranked rows: eligible by median latency, then the excluded."""
-    from gptuner_core.engine.launch import is_running
+    from gptuner_core.engine.process.launch import is_running
     from gptuner_core.records import shown_status
     from gptuner_core.storage import open_store
 
@@ -138,7 +138,7 @@ class StopCommand(Command):
         parser.add_argument("study", metavar="DIR")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.engine.launch import request_stop
+        from gptuner_core.engine.process.launch import request_stop
 
         request_stop(Path(args.study))
         print(f"stop requested for {args.study}")

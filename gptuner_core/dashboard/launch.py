@@ -23,30 +23,30 @@ LOG_FILE = "tuner.log"
 
 def launch(config: StudyConfig, study_dir: str | Path) -> int:
     """Validate ``config``, write it as the study's ``study.json``, start the tuner; its pid."""
-    from gptuner_core.engine.launch import launch_config
+    from gptuner_core.engine.process.launch import launch_config
 
     return launch_config(config, study_dir)
 
 
 def resume(study_dir: str | Path) -> int:
     """Continue a study with its stored settings; the tuner's pid."""
-    from gptuner_core.engine.launch import config_argv
-    from gptuner_core.engine.launch import launch_detached
+    from gptuner_core.engine.process.launch import config_argv
+    from gptuner_core.engine.process.launch import launch_detached
 
     return launch_detached(config_argv(study_dir, resume=True), study_dir)
 
 
 def command(study_dir: str | Path, *, resume: bool = False) -> str:
     """The equivalent shell command, for the user to copy."""
-    from gptuner_core.engine.launch import cli_command
-    from gptuner_core.engine.launch import config_argv
+    from gptuner_core.engine.process.launch import cli_command
+    from gptuner_core.engine.process.launch import config_argv
 
     return cli_command(config_argv(study_dir, resume=resume))
 
 
 def request_stop(study_dir: str | Path) -> None:
     """Ask the tuner to stop after the candidate in flight (it polls ``STUDY/stop``)."""
-    from gptuner_core.engine.launch import request_stop as _stop
+    from gptuner_core.engine.process.launch import request_stop as _stop
 
     _stop(study_dir)
 

@@ -249,7 +249,7 @@ def check_dataset_matches(model: Path, dataset: Path) -> None:
 
 def pid_alive(pid: int | None) -> bool | None:
     """Whether process ``pid`` exists (``None`` when unknown). Zombies count as gone."""
-    from gptuner_core.engine.launch import pid_alive as alive
+    from gptuner_core.engine.process.launch import pid_alive as alive
 
     return None if not pid else alive(int(pid))
     try:
@@ -284,7 +284,7 @@ def pending_launches(workspace: Path) -> list[PendingLaunch]:
     """Folders with a launch (``launch.json``, ``study.json`` or ``tuner.log``) but no
     ``study.sqlite``: a tuner
     that is starting, or one that failed before creating its store (with its last log line)."""
-    from gptuner_core.engine.launch import is_running
+    from gptuner_core.engine.process.launch import is_running
 
     out = []
     for p in sorted(workspace.iterdir()):

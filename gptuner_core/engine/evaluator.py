@@ -18,7 +18,7 @@ from typing import Any
 from typing import Protocol
 
 from gptuner_core.engine import verdict
-from gptuner_core.engine.isolation import run_isolated
+from gptuner_core.engine.process.isolation import run_isolated
 from gptuner_core.engine.workspace import load_npz
 from gptuner_core.engine.workspace import save_npz_atomic
 from gptuner_core.engine.workspace import write_atomic
@@ -35,14 +35,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.device_gate import DeviceGate
+    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.inputs import StudyInputs
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
 
-BUILD_TARGET = "gptuner_core.engine.child:run_candidate"
-BUILD_ONLY_TARGET = "gptuner_core.engine.child:build_only"
-REMEASURE_TARGET = "gptuner_core.engine.child:remeasure"
+BUILD_TARGET = "gptuner_core.engine.process.child:run_candidate"
+BUILD_ONLY_TARGET = "gptuner_core.engine.process.child:build_only"
+REMEASURE_TARGET = "gptuner_core.engine.process.child:remeasure"
 
 
 class Evaluator(Protocol):

@@ -13,8 +13,8 @@ Rules (the same whichever evaluator answers):
 * every ``drift_every`` candidates the default route is re-measured (drift sentinel); a drift
   point cut by a kill is redone when the study continues.
 
-``scale_out`` (:class:`gptuner_core.engine.scale_out.ScaleOut`) asking for more than one candidate
-at a time (build ahead, Ray workers) hands over to :func:`gptuner_core.engine.parallel.run_parallel`:
+``scale_out`` (:class:`gptuner_core.engine.scale.scale_out.ScaleOut`) asking for more than one candidate
+at a time (build ahead, Ray workers) hands over to :func:`gptuner_core.engine.scale.parallel.run_parallel`:
 the same rules with candidates in flight.
 """
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.engine.scale_out import ScaleOut
+    from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
 
 def held(device_lock: DeviceLock | None, sink: Sink) -> contextlib.AbstractContextManager:
@@ -68,8 +68,8 @@ def run_loop(
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
     if scale_out is not None:
-        from gptuner_core.engine.parallel import run_parallel
-        from gptuner_core.engine.pools import make_pool
+        from gptuner_core.engine.scale.parallel import run_parallel
+        from gptuner_core.engine.scale.pools import make_pool
 
         pool = make_pool(scale_out, evaluator, device_lock=device_lock)
         if pool is not None:

@@ -1,5 +1,5 @@
 """The parts of the tuning loop shared by the one-at-a-time loop (``engine.loop``) and the loop
-with candidates in flight (``engine.parallel``): budgets, the sink protocol, the drift sentinel
+with candidates in flight (``engine.scale.parallel``): budgets, the sink protocol, the drift sentinel
 and a racing strategy's re-measurement. The rules are stated in ``engine.loop``."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Background comparisons for the dashboard: start ``gptuner revalidate`` detached, read its state.
 
-Compare never measures inside Streamlit: like New run (:mod:`gptuner_core.engine.launch`) it
+Compare never measures inside Streamlit: like New run (:mod:`gptuner_core.engine.process.launch`) it
 checks the pair with the CLI's own checks, creates the run folder, and starts
 ``python -m gptuner_core revalidate STUDY A B --max-rounds N --run-dir DIR`` in its own session
 (output in ``DIR/log.txt``, pid in ``DIR/pid``). The run writes ``DIR/state.json`` while it waits
@@ -23,7 +23,7 @@ from gptuner_core.engine.pairwise import STATE
 from gptuner_core.engine.pairwise import check_pair
 from gptuner_core.engine.pairwise import run_dir
 from gptuner_core.engine.pairwise import write_progress
-from gptuner_core.engine.processes import pid_alive
+from gptuner_core.engine.process.processes import pid_alive
 from gptuner_core.errors import ConfigError
 from gptuner_core.records.pairwise import PairwiseProgress
 

@@ -207,7 +207,7 @@ class Tuner:
 
             source = self.config.backend_options.get("recording") or self.config.model
             return RecordedEvaluator(load_recording(source))
-        from gptuner_core.engine.isolation import prestart
+        from gptuner_core.engine.process.isolation import prestart
 
         evaluator = IsolatedEvaluator(ctx)
         prestart(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0

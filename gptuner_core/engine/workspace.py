@@ -165,7 +165,7 @@ class StudyWorkspace:
 
     def discard_partial(self) -> None:
         """Remove staging folders left by a kill during creation (never a live tuner's)."""
-        from gptuner_core.engine.processes import pid_alive
+        from gptuner_core.engine.process.processes import pid_alive
 
         for staged in self.root.glob(f"{CREATING}-*"):
             pid = staged.name.rsplit("-", 1)[-1]

@@ -184,7 +184,7 @@ def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> 
     build = BuildResult(artifact=Path(rec.artifact_path), effective_route=rec.effective_route or "",
                         info=dict(rec.extra.get("info") or {}))
     if pruned or needs_rebuild(rec.artifact_path, build.info):
-        from gptuner_core.engine.child import ensure_built
+        from gptuner_core.engine.process.child import ensure_built
         from gptuner_core.records import ChildJob
 
         child_job = ChildJob.from_json(job).replace(

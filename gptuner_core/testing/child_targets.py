@@ -25,8 +25,8 @@ STATE = "initial"
 def report(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
     """What this child sees; then it changes module state a next child must not see."""
     global STATE  # noqa: PLW0603 - the state whose leak the tests look for
-    import gptuner_core.engine.child as preloaded
-    from gptuner_core.engine.launcher_main import blas_threads
+    import gptuner_core.engine.process.child as preloaded
+    from gptuner_core.engine.process.launcher_main import blas_threads
 
     phase("build")
     seen = {

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from gptuner_core.config import StudyConfig
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
-from gptuner_core.engine.launch import is_running
+from gptuner_core.engine.process.launch import is_running
 from gptuner_core.storage import open_store
 from tests.app_tests.conftest import APP
 

@@ -30,8 +30,8 @@ def test_a_failed_launch_shows_its_cause(tmp_path: Path, browser_page) -> None:
     from playwright.sync_api import expect
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.launch import is_running
-    from gptuner_core.engine.launch import launch_config
+    from gptuner_core.engine.process.launch import is_running
+    from gptuner_core.engine.process.launch import launch_config
 
     ws = tmp_path / "ws"
     ws.mkdir()

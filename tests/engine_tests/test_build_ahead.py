@@ -13,9 +13,9 @@ import os
 import pytest
 
 from gptuner_core.cli import main
-from gptuner_core.engine.build_ahead import BuildAheadPool
-from gptuner_core.engine.scale_out import ScaleOut
-from gptuner_core.engine.scale_out import default_build_workers
+from gptuner_core.engine.scale.build_ahead import BuildAheadPool
+from gptuner_core.engine.scale.scale_out import ScaleOut
+from gptuner_core.engine.scale.scale_out import default_build_workers
 from gptuner_core.errors import ConfigError
 from gptuner_core.storage import open_store
 
@@ -91,7 +91,7 @@ def test_gate_overlaps_only_device_free_builds_with_a_measurement():
     a measurement waits for it. Real threads, ordered by events (no timing)."""
     import threading
 
-    from gptuner_core.engine.device_gate import DeviceGate
+    from gptuner_core.engine.scale.device_gate import DeviceGate
 
     gate = DeviceGate(build_workers=2, build_uses_device=True)
     measuring, release = threading.Event(), threading.Event()
@@ -125,7 +125,7 @@ def test_gate_overlaps_only_device_free_builds_with_a_measurement():
 
 def test_pool_asks_the_backend_per_route(tmp_path):
     """BuildAheadPool hands each candidate a gate that answers for its own route."""
-    from gptuner_core.engine.build_ahead import RouteDeviceUse
+    from gptuner_core.engine.scale.build_ahead import RouteDeviceUse
     from gptuner_core.routes import Route
 
     torch_cpu = RouteDeviceUse("torch", {"device": "cpu"})
@@ -138,8 +138,8 @@ def test_builds_share_the_cores_out(monkeypatch):
     variable, which the candidates' processes inherit; a value the user set is kept."""
     from types import SimpleNamespace
 
-    from gptuner_core.engine.build_ahead import COMPILE_THREADS_ENV
-    from gptuner_core.engine.build_ahead import compile_threads_per_build
+    from gptuner_core.engine.scale.build_ahead import COMPILE_THREADS_ENV
+    from gptuner_core.engine.scale.build_ahead import compile_threads_per_build
 
     assert compile_threads_per_build(6, cores=16) == 2  # 5 builds + 1 measurement on the H200
     assert compile_threads_per_build(3, cores=2) == 1

@@ -17,7 +17,7 @@ from pathlib import Path
 PARENT = """
 import json, sys
 from pathlib import Path
-from gptuner_core.engine.isolation import run_isolated
+from gptuner_core.engine.process.isolation import run_isolated
 work = Path(sys.argv[1])
 work.mkdir()
 out = run_isolated("bytecode_target:run", {"backend": "torch", "backend_options": {"device": "cuda:0"}},

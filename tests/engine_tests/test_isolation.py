@@ -12,7 +12,7 @@ import signal
 import pytest
 
 from gptuner_core.config import StudyConfig
-from gptuner_core.engine.isolation import run_isolated
+from gptuner_core.engine.process.isolation import run_isolated
 from gptuner_core.engine.tuner import Tuner
 from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gptuner_core.engine import launcher
-from gptuner_core.engine.isolation import run_isolated
-from gptuner_core.engine.isolation import start_method_for
-from gptuner_core.engine.launcher_main import blas_threads
+from gptuner_core.engine.process import launcher
+from gptuner_core.engine.process.isolation import run_isolated
+from gptuner_core.engine.process.isolation import start_method_for
+from gptuner_core.engine.process.launcher_main import blas_threads
 from gptuner_core.errors import ConfigError
 
 
@@ -192,7 +192,7 @@ class TestPolicy:
 TUNER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from gptuner_core.engine.isolation import run_isolated
+    from gptuner_core.engine.process.isolation import run_isolated
     work = Path(sys.argv[1])
     run_isolated({target!r}, {{"pid_file": str(work / "pids")}}, work / "child",
                  timeouts={{"build": 600, "measure": 600}}, start_method=sys.argv[2])
@@ -218,7 +218,7 @@ def test_sigkilled_tuner_leaves_no_process_behind(tmp_path, method):
 
 
 def test_prestart_readies_the_launcher_the_first_candidate_then_uses(tmp_path, fresh_launcher):
-    from gptuner_core.engine.isolation import prestart
+    from gptuner_core.engine.process.isolation import prestart
 
     prestart({"backend": "onnxruntime"}, "auto")
     assert _wait_for(lambda: launcher._shared is not None, 120)  # noqa: SLF001

@@ -24,9 +24,9 @@ pytestmark = pytest.mark.slow
 
 from gptuner_core.config import StudyConfig  # noqa: E402
 from gptuner_core.engine.loop import Budget  # noqa: E402
-from gptuner_core.engine.parallel import run_parallel  # noqa: E402
-from gptuner_core.engine.ray_workers import RayPool  # noqa: E402
-from gptuner_core.engine.scale_out import ScaleOut  # noqa: E402
+from gptuner_core.engine.scale.parallel import run_parallel  # noqa: E402
+from gptuner_core.engine.scale.ray_workers import RayPool  # noqa: E402
+from gptuner_core.engine.scale.scale_out import ScaleOut  # noqa: E402
 from gptuner_core.engine.simulate import _TraceSink  # noqa: E402
 from gptuner_core.engine.tuner import Tuner  # noqa: E402
 from gptuner_core.recording import load_recording  # noqa: E402

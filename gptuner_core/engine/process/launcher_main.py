@@ -34,7 +34,7 @@ from typing import Any
 
 #: imported once by the launcher: what a CPU candidate's child needs before its first phase
 PRELOAD = (
-    "numpy", "onnx", "gptuner_core", "gptuner_core.engine.child", "gptuner_core.measurement",
+    "numpy", "onnx", "gptuner_core", "gptuner_core.engine.process.child", "gptuner_core.measurement",
     "gptuner_core.routes", "gptuner_core.backends.onnxruntime", "gptuner_core.testing.faulty_backend",
 )
 #: never in the launcher: they initialise CUDA or start threads when imported

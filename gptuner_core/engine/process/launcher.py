@@ -32,8 +32,8 @@ import threading
 import time
 from typing import Any
 
-from gptuner_core.engine import launcher_main
-from gptuner_core.engine.launcher_main import MAX_MSG
+from gptuner_core.engine.process import launcher_main
+from gptuner_core.engine.process.launcher_main import MAX_MSG
 
 
 #: what a new launcher imports before its first fork (a module-level name so tests can extend it)
@@ -112,7 +112,7 @@ class Launcher:
         config = {"fd": theirs.fileno(), "parent_pid": os.getpid(), "sys_path": list(sys.path),
                   "preload": list(PRELOAD if preload is None else preload)}
         code = ("import json, sys; c = json.loads(sys.argv[1]); sys.path[:] = c['sys_path']; "
-                "from gptuner_core.engine.launcher_main import serve; serve(c)")
+                "from gptuner_core.engine.process.launcher_main import serve; serve(c)")
         flags = subprocess._args_from_interpreter_flags()  # noqa: SLF001 - as multiprocessing does
         try:
             self.proc = subprocess.Popen(

@@ -231,7 +231,7 @@ def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
     if start_method_for(job, start_method) == "launcher":
         import threading
 
-        from gptuner_core.engine import launcher
+        from gptuner_core.engine.process import launcher
 
         def start() -> None:
             with contextlib.suppress(launcher.LauncherUnavailable, OSError):
@@ -248,7 +248,7 @@ def _warn_once(reason: str) -> None:
 
 def _start_launched(target: str, workdir: Path) -> Any:
     """A child forked by the launcher (restarted once if it died), or ``None`` to spawn."""
-    from gptuner_core.engine import launcher
+    from gptuner_core.engine.process import launcher
 
     reason = ""
     for _ in range(2):

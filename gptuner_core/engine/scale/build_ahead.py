@@ -5,10 +5,10 @@ Each candidate runs in a daemon thread of the coordinator as two fresh isolated 
 most ``build_workers`` at once), then the rest of the candidate (outputs, gate, task metric,
 measurement, profile) under its measuring side: one measurement at a time, never overlapped by a
 build that touches the device (``Backend.route_uses_device``, asked per route before its build;
-see ``engine.device_gate``). The cores are shared out: each build gets cores / (builds + 1)
+see ``engine.scale.device_gate``). The cores are shared out: each build gets cores / (builds + 1)
 Inductor compile workers (``TORCHINDUCTOR_COMPILE_THREADS``, unless set), so builds next to a
 measurement leave its CPU thread a core. The coordinator alone writes the store
-(``engine.parallel``).
+(``engine.scale.parallel``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine.device_gate import DeviceGate
-from gptuner_core.engine.scale_out import run_in_thread
+from gptuner_core.engine.scale.device_gate import DeviceGate
+from gptuner_core.engine.scale.scale_out import run_in_thread
 
 
 if TYPE_CHECKING:

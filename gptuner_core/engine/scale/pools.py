@@ -1,18 +1,18 @@
-"""Which pool a :class:`~gptuner_core.engine.scale_out.ScaleOut` asks for (Ray imported only
+"""Which pool a :class:`~gptuner_core.engine.scale.scale_out.ScaleOut` asks for (Ray imported only
 when asked for)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine.scale_out import default_build_workers
+from gptuner_core.engine.scale.scale_out import default_build_workers
 
 
 if TYPE_CHECKING:
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.engine.scale_out import CandidatePool
-    from gptuner_core.engine.scale_out import ScaleOut
+    from gptuner_core.engine.scale.scale_out import CandidatePool
+    from gptuner_core.engine.scale.scale_out import ScaleOut
 
 
 def make_pool(
@@ -27,13 +27,13 @@ def make_pool(
         return None
     scale = scale.validated()
     if scale.ray is not None:
-        from gptuner_core.engine.ray_workers import RayPool
+        from gptuner_core.engine.scale.ray_workers import RayPool
 
         return RayPool(scale, evaluator)
     workers = scale.build_workers or default_build_workers()
     if workers <= 1:
         return None
-    from gptuner_core.engine.build_ahead import BuildAheadPool
+    from gptuner_core.engine.scale.build_ahead import BuildAheadPool
 
     return BuildAheadPool(evaluator, workers, lock=device_lock)
 

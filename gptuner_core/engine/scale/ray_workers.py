@@ -7,7 +7,7 @@ resource ``gptuner_cpu_device``, one per device a node offers: ``ray start --res
 '{"gptuner_cpu_device": 2}'``). The actor runs the study's evaluator, so every candidate is still a
 fresh isolated process (``run_isolated``) started by the worker: a sticky CUDA error or a segfault
 ends that process, never the worker. Workers never open the study's store: they get a proposal,
-its number and a copy of the history, and return the record (``engine.parallel`` commits it).
+its number and a copy of the history, and return the record (``engine.scale.parallel`` commits it).
 
 Each record carries ``extra["device"]``: ``host``, ``uuid`` (GPU UUID, or ``host:cpuN..`` for a
 CPU device), ``fingerprint`` (what decides whether two devices measure alike: GPU name, memory and
@@ -26,7 +26,7 @@ Drift and racing re-measurements run on the worker that measured the record (the
 route's for drift), re-validation of the winner on the coordinator's device (one device).
 
 Faults: a worker, its node or Ray dying with a candidate in flight raises
-:class:`~gptuner_core.engine.parallel.WorkerLost` for it and the loop re-queues it (the actor
+:class:`~gptuner_core.engine.scale.parallel.WorkerLost` for it and the loop re-queues it (the actor
 is restarted by Ray, ``max_restarts=-1``); a candidate crashing its own process is its result.
 """
 
@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from gptuner_core.engine.scale_out import WorkerLost
-from gptuner_core.engine.scale_out import nothing
+from gptuner_core.engine.scale.scale_out import WorkerLost
+from gptuner_core.engine.scale.scale_out import nothing
 from gptuner_core.errors import ConfigError
 
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.engine.scale_out import ScaleOut
+    from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.records import CandidateRecord
     from gptuner_core.strategies import Proposal
 
@@ -190,7 +190,7 @@ class Worker:
 
 
 class RayPool:
-    """One Ray actor per device; ``width`` = workers (``engine.parallel.CandidatePool``)."""
+    """One Ray actor per device; ``width`` = workers (``engine.scale.parallel.CandidatePool``)."""
 
     def __init__(self, scale: ScaleOut, evaluator: Evaluator) -> None:
         ray = self.ray = import_ray()

@@ -2,8 +2,8 @@
 
 :class:`ScaleOut` is what a study asks for (``--build-workers``, ``--ray``, ``--workers``,
 ``--normalize``); a :class:`CandidatePool` runs candidates concurrently for
-``engine.parallel.run_parallel``: ``engine.build_ahead`` (one device, builds ahead) and
-``engine.ray_workers`` (one Ray actor per device); ``engine.pools.make_pool`` picks one.
+``engine.scale.parallel.run_parallel``: ``engine.scale.build_ahead`` (one device, builds ahead) and
+``engine.scale.ray_workers`` (one Ray actor per device); ``engine.scale.pools.make_pool`` picks one.
 """
 
 from __future__ import annotations

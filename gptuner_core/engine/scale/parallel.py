@@ -31,7 +31,7 @@ from concurrent.futures import wait
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine import loop_parts as loop
-from gptuner_core.engine.scale_out import WorkerLost
+from gptuner_core.engine.scale.scale_out import WorkerLost
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import StudyStatus
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.engine.evaluator import Evaluator
-    from gptuner_core.engine.scale_out import CandidatePool
+    from gptuner_core.engine.scale.scale_out import CandidatePool
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal
     from gptuner_core.strategies import Strategy

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine.processes import pid_alive
+from gptuner_core.engine.process.processes import pid_alive
 from gptuner_core.errors import ConfigError
 
 

@@ -1,0 +1,1 @@
+"""Processes: the launcher and fork server, a candidate's child, isolation, detached tuners."""

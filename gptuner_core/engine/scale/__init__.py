@@ -1,0 +1,1 @@
+"""Scale-out: candidate pools, build-ahead, Ray workers, the device gate."""
