@@ -197,7 +197,7 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "profile_runs", low=0, low_ok=True, integer=True)
     _check_number(cfg, "max_task_drop", low=0, low_ok=True, optional=True)
     if cfg.max_task_drop is not None and cfg.task_metric is None:
-        msg = "--max-task-drop needs --task-metric (top1 or module:function)"
+        msg = "--max-task-drop needs --task-metric (top1, detection, topk, tokens or module:function)"
         raise ConfigError(msg)
     if cfg.task_metric is not None:
         _check_task_metric(cfg.task_metric)

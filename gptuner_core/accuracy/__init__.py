@@ -49,8 +49,10 @@ from gptuner_core.accuracy.losses import display_name
 from gptuner_core.accuracy.losses import metric_from_display
 from gptuner_core.accuracy.losses import normalize_metric
 from gptuner_core.accuracy.losses import output_losses
+from gptuner_core.accuracy.task import TaskResult
 from gptuner_core.accuracy.task import load_task_metric
 from gptuner_core.accuracy.task import select_task_output
+from gptuner_core.accuracy.task import task_metric_result
 from gptuner_core.accuracy.task import task_metric_value
 from gptuner_core.accuracy.task import top1
 
@@ -61,6 +63,7 @@ __all__ = [
     "TOP1",
     "AccuracySettings",
     "OutputLoss",
+    "TaskResult",
     "Verdict",
     "check",
     "compare",
@@ -75,6 +78,7 @@ __all__ = [
     "require_gate",
     "rerank",
     "select_task_output",
+    "task_metric_result",
     "task_metric_value",
     "top1",
 ]

@@ -11,8 +11,10 @@ from typing import NamedTuple
 
 from gptuner_core.accuracy.losses import compare_outputs
 from gptuner_core.accuracy.losses import normalize_metric
+from gptuner_core.accuracy.slices import canonical
+from gptuner_core.accuracy.slices import slice_losses
 from gptuner_core.accuracy.task import _check_spec_format
-from gptuner_core.accuracy.task import task_metric_value
+from gptuner_core.accuracy.task import task_metric_result
 from gptuner_core.errors import ConfigError
 from gptuner_core.records import AccuracyResult
 from gptuner_core.records import CandidateState
@@ -87,9 +89,11 @@ class AccuracySettings:
             raise ConfigError(msg)
         if self.outputs is not None:
             if isinstance(self.outputs, str) or not all(isinstance(o, str) for o in self.outputs):
-                msg = f"accuracy outputs must be a list of output names (got {self.outputs!r})"
+                msg = f"accuracy outputs must be a list of output names or slices (got {self.outputs!r})"
                 raise ConfigError(msg)
-            object.__setattr__(self, "outputs", tuple(self.outputs))
+            object.__setattr__(self, "outputs", tuple(canonical(o) for o in self.outputs))
+        if self.task_output is not None:
+            object.__setattr__(self, "task_output", canonical(self.task_output))
         pairs = (
             self.output_epsilons.items()
             if isinstance(self.output_epsilons, Mapping)
@@ -101,7 +105,7 @@ class AccuracySettings:
             if not isinstance(name, str) or not _real_number(eps) or not eps > 0 or math.isnan(eps):
                 msg = f"epsilon of output {name!r} must be a number > 0 (got {eps!r})"
                 raise ConfigError(msg)
-            normalized.append((name, float(eps)))
+            normalized.append((canonical(name), float(eps)))
         object.__setattr__(self, "output_epsilons", tuple(sorted(normalized)))
 
     def epsilon_for(self, output: str) -> float | None:
@@ -121,16 +125,31 @@ class AccuracySettings:
             or (self.task_metric is not None and self.max_task_drop is not None)
         )
 
-    def check_outputs(self, names: Sequence[str]) -> None:
-        """Refuse gated output names, per-output ε names and ``task_output`` that the model does
-        not have (call with the model's output names before the study starts)."""
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        """Every gated selector (whole outputs and slices), each once, in the order given."""
         wanted = [*(self.outputs or ()), *(n for n, _ in self.output_epsilons)]
-        if self.task_output is not None:
-            wanted.append(self.task_output)
-        unknown = sorted({n for n in wanted if n not in names})
+        return tuple(dict.fromkeys(wanted))
+
+    def check_outputs(self, outputs: Sequence[str] | Mapping[str, Sequence[Any]]) -> None:
+        """Refuse gated outputs, per-output ε names and ``task_output`` that the model does not
+        have, and slices that cannot fit their output's shape (call with the model's output
+        names, or names mapped to shapes, before the study starts; dynamic dims fit any index)."""
+        from gptuner_core.accuracy.slices import OutputSlice
+
+        shapes = dict(outputs) if isinstance(outputs, Mapping) else dict.fromkeys(outputs)
+        wanted = [*self.selectors, *([self.task_output] if self.task_output else [])]
+        parsed = [OutputSlice.parse(w) for w in wanted]
+        unknown = sorted({p.text for p in parsed if p.output not in shapes})
         if unknown:
-            msg = f"accuracy output(s) {unknown} are not model outputs (outputs: {list(names)})"
+            msg = f"accuracy output(s) {unknown} are not model outputs (outputs: {list(shapes)})"
             raise ConfigError(msg)
+        for sel in parsed:
+            shape = shapes[sel.output]
+            why = sel.misfit(tuple(shape)) if shape is not None else ""
+            if why:
+                msg = f"{why} (shape {list(shape)}; expected a slice that selects part of it)"
+                raise ConfigError(msg)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,6 +182,10 @@ def _real_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite(value: Any) -> bool:
+    return _real_number(value) and math.isfinite(value)
+
+
 def check(
     result: AccuracyResult, settings: AccuracySettings, reference_task_metric: float | None
 ) -> tuple[bool, str]:
@@ -183,8 +206,8 @@ def check(
         if not settings.gates(name):
             continue
         eps = settings.epsilon_for(name)
-        if math.isnan(loss) or math.isinf(loss):
-            reasons.append(f"output '{name}' could not be compared ({settings.metric} loss {loss})")
+        if not _real_number(loss) or not math.isfinite(loss):
+            reasons.append(f"output '{name}' could not be compared ({settings.metric} loss {loss!r})")
         elif eps is not None and loss >= eps:
             reasons.append(f"output '{name}' {settings.metric} loss {loss:.6g} >= epsilon {eps:g}")
     if settings.task_metric is not None:
@@ -196,8 +219,15 @@ def check(
             )
             raise ConfigError(msg)
         value = result.task_metric
-        if value is None or math.isnan(value):
+        if value is None:
             reasons.append(f"task metric {settings.task_metric} has no value")
+        elif not _finite(value):
+            reasons.append(f"task metric {settings.task_metric} is not a finite number ({value!r})")
+        elif reference_task_metric is not None and not _finite(reference_task_metric):
+            reasons.append(
+                f"the reference's task metric {settings.task_metric} is not a finite number "
+                f"({reference_task_metric!r}); nothing to compare against"
+            )
         elif settings.max_task_drop is not None and reference_task_metric is not None:
             drop = reference_task_metric - value
             if drop > settings.max_task_drop + 1e-12:
@@ -220,12 +250,13 @@ def evaluate(
     Returns ``(AccuracyResult, passed, reason)``; ``reason`` explains every failure (structural
     problems such as a shape mismatch included) and is "" when the route passes.
     """
-    task_value = None
+    task = None
     if settings.task_metric is not None:
-        task_value = task_metric_value(
+        task = task_metric_result(
             settings.task_metric, outputs, labels, output_name=settings.task_output, golden=golden
         )
-    return judge(outputs, golden, settings, reference_task_metric, task_value=task_value)
+    return judge(outputs, golden, settings, reference_task_metric,
+                 task_value=task.value if task else None, task_details=task.details if task else None)
 
 
 def judge(
@@ -235,16 +266,20 @@ def judge(
     reference_task_metric: float | None,
     *,
     task_value: float | None,
+    task_details: Mapping[str, float] | None = None,
 ) -> tuple[AccuracyResult, bool, str]:
     """:func:`evaluate` with the task metric already computed (the engine computes it in the
-    candidate's own process)."""
+    candidate's own process). Losses are stored per output and per gated slice."""
     settings.check_outputs(list(golden))  # a gated name that is no output would gate nothing
     compared = compare_outputs(outputs, golden, settings.metric, atol=settings.atol, rtol=settings.rtol)
+    compared.update(slice_losses(outputs, golden, settings.selectors, settings.metric,
+                                 atol=settings.atol, rtol=settings.rtol))
     result = AccuracyResult(
         metric=settings.metric,
         losses={name: c.loss for name, c in compared.items()},
         task_metric=task_value,
         task_metric_name=settings.task_metric,
+        task_details=dict(task_details or {}),
     )
     passed, reason = check(result, settings, reference_task_metric)
     structural = [c.reason for n, c in compared.items() if c.reason and settings.gates(n)]

@@ -1,11 +1,15 @@
-"""Task metrics (higher is better): ``top1`` and user ``module:function`` metrics."""
+"""Task metrics (higher is better): ``top1``, the built-in agreement metrics (``detection``,
+``topk``, ``tokens``: :mod:`gptuner_core.accuracy.agreement`) and user ``module:function`` metrics."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import inspect
+import math
 import sys
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -101,14 +105,28 @@ def select_task_output(outputs: Mapping[str, Any], labels: Any = None) -> str:
     return next(iter(outputs))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskResult:
+    """A task metric's value and what a built-in reports beside it (detection: recall, ...)."""
+
+    value: float
+    details: dict[str, float] = field(default_factory=dict)
+
+
 def _check_spec_format(spec: str) -> tuple[str, str]:
+    from gptuner_core.accuracy.agreement import is_builtin
+    from gptuner_core.accuracy.agreement import parse_builtin
+
     module, sep, func = str(spec).rpartition(":")
     if spec == TOP1:
         return "", TOP1
+    if ":" not in str(spec) and is_builtin(spec):
+        return "", parse_builtin(spec)[0]  # options checked here
     if not sep or not module or not func or not func.isidentifier():
         msg = (
             f"task metric must be 'top1' or 'module:function' (e.g. 'mymetrics:accuracy' or "
-            f"'path/to/metrics.py:accuracy') (got {spec!r})"
+            f"'path/to/metrics.py:accuracy'), or a built-in agreement metric: detection, topk, "
+            f"tokens, options in parentheses as in 'detection(conf=0.3)' (got {spec!r})"
         )
         raise ConfigError(msg)
     return module, func
@@ -171,17 +189,38 @@ def task_metric_value(
     spec: str, outputs: Mapping[str, Any], labels: Any, *, output_name: str | None = None,
     golden: Mapping[str, Any] | None = None,
 ) -> float:
-    """Evaluate a task metric spec; the result must be a real number.
+    """The value of :func:`task_metric_result`."""
+    return task_metric_result(spec, outputs, labels, output_name=output_name, golden=golden).value
 
-    A metric with a third parameter (or one named ``golden``) receives the golden outputs
-    (``golden``, or ``outputs`` themselves for the reference route when ``None``).
+
+def task_metric_result(
+    spec: str, outputs: Mapping[str, Any], labels: Any, *, output_name: str | None = None,
+    golden: Mapping[str, Any] | None = None,
+) -> TaskResult:
+    """Evaluate a task metric spec; the result must be a finite real number (ConfigError naming
+    what came back otherwise: NaN and infinities fail the candidate, they never pass it).
+
+    A user metric with a third parameter (or one named ``golden``) receives the golden outputs
+    (``golden``, or ``outputs`` themselves for the reference route when ``None``); the built-in
+    agreement metrics compare ``output_name`` (an output or a slice) with the golden one.
     """
+    golden = golden if golden is not None else outputs
+    module, func = _check_spec_format(spec)
+    if not module and func != TOP1:
+        from gptuner_core.accuracy.agreement import agreement
+
+        name = output_name or _only_output(spec, outputs, labels)
+        out, ref = _selected(spec, name, outputs), _selected(spec, name, golden)
+        value, details = agreement(spec, out, ref, where=f"output '{name}'")
+        return TaskResult(value=_finite(spec, value), details=details)
     fn = load_task_metric(spec)
     if fn is top1:
-        return top1(outputs, labels, output_name)
+        if output_name is not None and "[" in output_name:
+            outputs = {output_name: _selected(spec, output_name, outputs)}
+        return TaskResult(value=_finite(spec, top1(outputs, labels, output_name)))
     try:
         if _takes_golden(fn):
-            value = fn(dict(outputs), labels, dict(golden if golden is not None else outputs))
+            value = fn(dict(outputs), labels, dict(golden))
         else:
             value = fn(dict(outputs), labels)
     except Exception as exc:
@@ -190,4 +229,33 @@ def task_metric_value(
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         msg = f"task metric {spec!r} returned {type(value).__name__} (expected a number)"
         raise ConfigError(msg)
-    return float(value)
+    return TaskResult(value=_finite(spec, value))
+
+
+def _finite(spec: str, value: Any) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        msg = f"task metric {spec!r} returned {value!r} (expected a finite number)"
+        raise ConfigError(msg)
+    return value
+
+
+def _only_output(spec: str, outputs: Mapping[str, Any], labels: Any) -> str:
+    if len(outputs) == 1:
+        return next(iter(outputs))
+    name = select_task_output(outputs, labels)
+    if spec.startswith("detection"):
+        msg = (f"task metric {spec!r}: the model has outputs {list(outputs)}; name the packed "
+               "detection head with --task-output (an output or a slice of one)")
+        raise ConfigError(msg)
+    return name
+
+
+def _selected(spec: str, selector: str, outputs: Mapping[str, Any]) -> np.ndarray:
+    from gptuner_core.accuracy.slices import OutputSlice
+
+    sel = OutputSlice.parse(selector)
+    if sel.output not in outputs:
+        msg = f"task metric {spec!r}: output '{sel.output}' not found (outputs: {list(outputs)})"
+        raise ConfigError(msg)
+    return sel.select(outputs[sel.output])

@@ -178,6 +178,11 @@ class Backend(abc.ABC):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         """The model's inputs (names, dtypes, shapes), raising BackendError on a bad model."""
 
+    def output_specs(self, model: Path) -> list[TensorSpec] | None:
+        """The model's outputs (names, dtypes, shapes) for checking the accuracy gate's outputs
+        and slices before a study starts; ``None`` when the backend cannot tell without building."""
+        return None
+
     @abc.abstractmethod
     def environment(self) -> dict[str, str]:
         """Fingerprint parts: ``backend_version``, ``device``, ``driver``, ``runtime``, ... ."""

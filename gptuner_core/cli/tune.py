@@ -106,6 +106,7 @@ class ProgressPrinter:
 
 
 def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
+    from gptuner_core.accuracy.slices import split_selectors
     from gptuner_core.backends import default_backend_name
     from gptuner_core.config import StudyConfig
     from gptuner_core.expressions import read_expression_file
@@ -151,7 +152,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         rtol=args.rtol,
         epsilon=epsilon,
         output_epsilons=per_output,
-        gate_outputs=tuple(o for o in (args.gate_outputs or "").split(",") if o),
+        gate_outputs=tuple(split_selectors(args.gate_outputs or "")),
         task_output=args.task_output,
         no_gate=args.no_gate,
         shapes=args.shapes,
@@ -190,7 +191,13 @@ class TuneCommand(Command):
         "Expand a tunable expression into routes, build each in an isolated process, gate on\n"
         "accuracy, measure latency, and report the fastest eligible route vs the default.\n\n"
         "example:\n  gptuner tune assets/mlp_digits.onnx --dataset assets/mlp_digits_eval.npz \\\n"
-        "      --expr '-quant:mode=[off|qdq|dynamic]' --search fast --study runs/mlp"
+        "      --expr '-quant:mode=[off|qdq|dynamic]' --search fast --study runs/mlp\n\n"
+        "a detector with one packed output0 [batch, 4+C, anchors] (pixel boxes, then class scores):\n"
+        "gate the scores on their own and the detections against the default route's:\n"
+        "  gptuner tune yolo.onnx --dataset frames.npz --expr '-quant:mode=[off|qdq]' \\\n"
+        "      --metric cos --gate-outputs 'output0[:, 4:, :]' --epsilon 'output0[:, 4:, :]=0.01' \\\n"
+        "      --task-metric 'detection(conf=0.25)' --task-output output0 --max-task-drop 0.02 \\\n"
+        "      --study runs/yolo"
     )
     value_options = ("--expr",)
 
@@ -229,10 +236,15 @@ class TuneCommand(Command):
         parser.add_argument("--rtol", type=float, default=1e-5)
         parser.add_argument("--epsilon", action="append", metavar="EPS|OUTPUT=EPS",
                             help="fail a route if an output's loss >= EPS; OUTPUT=EPS sets one "
-                            "output's epsilon (repeatable, beside a bare default)")
+                            "output's (or slice's: 'output0[:, 4:, :]=0.01') epsilon "
+                            "(repeatable, beside a bare default)")
         parser.add_argument("--gate-outputs", metavar="A,B",
-                            help="apply the gate to these outputs only (losses of all are recorded)")
-        parser.add_argument("--task-output", metavar="OUTPUT", help="the output top1 reads")
+                            help="apply the gate to these outputs only, or to slices of them in "
+                            "NumPy syntax: 'output0[:, 4:, :]' gates a packed [b, 4+C, A] "
+                            "detection head's class scores on their own (losses of all outputs "
+                            "and of each slice are recorded)")
+        parser.add_argument("--task-output", metavar="OUTPUT",
+                            help="the output (or slice) the task metric reads")
         parser.add_argument("--no-gate", action="store_true",
                             help="rank by speed only (no accuracy gate; a warning is printed)")
         parser.add_argument("--shapes", metavar="SPEC",
@@ -249,7 +261,11 @@ class TuneCommand(Command):
         parser.add_argument("--shape-objective", default="minimax", metavar="minimax|weighted:W1,W2",
                             help="overall score of several shapes: the worst shape's speed-up "
                             "(minimax, default) or a traffic mix with these weights")
-        parser.add_argument("--task-metric", help="top1, or module:function(outputs, labels)")
+        parser.add_argument("--task-metric", metavar="NAME",
+                            help="higher is better: top1 (against labels); agreement with the "
+                            "default route: detection (packed head: layout=bca|bac, "
+                            "boxes=xywh|xyxy, conf, nms, iou, value=f1|recall|precision|mean_iou), "
+                            "topk (k=5) or tokens; or module:function(outputs, labels[, golden])")
         parser.add_argument("--max-task-drop", type=float, help="allowed task-metric drop (e.g. 0.01)")
         parser.add_argument("--max-candidates", type=int)
         parser.add_argument("--time-budget", metavar="DURATION", help="e.g. 10m")

@@ -248,8 +248,8 @@ class IsolatedEvaluator:
             reference = None
             if ws.reference.exists():
                 reference = json.loads(ws.reference.read_text(encoding="utf-8")).get("task_metric")
-        result = verdict.gate(outputs, golden, settings, reference,
-                              task_value=res.task_metric, task_error=res.task_error)
+        result = verdict.gate(outputs, golden, settings, reference, task_value=res.task_metric,
+                              task_error=res.task_error, task_details=res.task_details)
         if cfg.keep_artifacts != "all":  # the gate has read them (golden.npz keeps the default's)
             (workdir / "outputs.npz").unlink(missing_ok=True)
         if first and result.state is CandidateState.ACCURACY_FAILED and not res.task_error:

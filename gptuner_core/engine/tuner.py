@@ -167,10 +167,23 @@ class Tuner:
         if not self.resume:  # a study recorded before the rule still continues
             require_gate(self.config)
         settings = self.config.accuracy_settings()
-        outputs = getattr(self.backend, "output_names", None)
-        if callable(outputs):
-            settings.check_outputs(outputs(Path(self.config.model)))
+        specs = self.backend.output_specs(Path(self.config.model))
+        if specs is not None:  # gated outputs, slices and the task output fit the model
+            settings.check_outputs({s.name: s.shape for s in specs})
         self.gate_warning = gate_warning(settings)
+
+    def _scale_warnings(self, store: StudyStore) -> tuple[str, ...]:
+        """A gated packed output whose norm one slice dominates (read from the golden outputs
+        once the default route defined them), recorded as a ``warning`` event."""
+        from gptuner_core.accuracy.slices import dominance_warnings
+        from gptuner_core.engine.workspace import load_npz
+
+        if not self.ws.golden.exists():
+            return ()
+        found = dominance_warnings(load_npz(self.ws.golden), self.config.accuracy_settings())
+        for text in found:
+            store.add_event("warning", {"gate": text})
+        return tuple(found)
 
     def _create(self, current: dict, dataset: object) -> None:
         from gptuner_core.storage import open_store
@@ -276,6 +289,7 @@ class Tuner:
             scale_out=cfg.scale_out(), device_lock=lock,
         )
         status, message = end.status, end.reason
+        scale_warnings = self._scale_warnings(store)
         winner = None
         output_error = ""
         if status is not StudyStatus.FAILED:
@@ -313,7 +327,7 @@ class Tuner:
         return TuneSummary(
             study_dir=str(self.dir), status=status, candidates=len(history), winner=winner,
             message=message, output_error=output_error,
-            warnings=(self.gate_warning,) if self.gate_warning else (),
+            warnings=((self.gate_warning,) if self.gate_warning else ()) + scale_warnings,
         )
 
 

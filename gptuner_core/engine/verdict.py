@@ -42,13 +42,14 @@ def gate(
     *,
     task_value: float | None = None,
     task_error: str | None = None,
+    task_details: Mapping[str, float] | None = None,
 ) -> GateResult:
     """Accuracy filters: losses of ``outputs`` vs ``golden`` plus the task metric the candidate's
     own process computed (``task_value``, or ``task_error`` when the metric failed there)."""
     from gptuner_core.accuracy.gate import judge
 
     result, passed, reason = judge(outputs, golden, settings, reference_task_metric,
-                                   task_value=task_value)
+                                   task_value=task_value, task_details=task_details)
     if task_error:
         return GateResult(state=CandidateState.ACCURACY_FAILED, accuracy=result, error=task_error)
     if passed:

@@ -72,6 +72,8 @@ class AccuracyResult:
     losses: dict[str, float]
     task_metric: float | None = None
     task_metric_name: str | None = None
+    #: what a built-in task metric reports beside its value (detection: recall, precision, ...)
+    task_details: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -83,6 +85,7 @@ class AccuracyResult:
             losses={k: float(v) for k, v in data.get("losses", {}).items()},
             task_metric=data.get("task_metric"),
             task_metric_name=data.get("task_metric_name"),
+            task_details={k: float(v) for k, v in (data.get("task_details") or {}).items()},
         )
 
 

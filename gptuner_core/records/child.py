@@ -127,6 +127,7 @@ class ChildResult:
     telemetry: dict[str, Any] = field(default_factory=dict)
     measure_time_s: float | None = None
     task_metric: float | None = None
+    task_details: dict[str, float] = field(default_factory=dict)
     task_error: str | None = None
     profile: dict[str, Any] = field(default_factory=dict)
     shapes: tuple[ShapeLatency, ...] = ()

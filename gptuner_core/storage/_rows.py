@@ -110,6 +110,7 @@ def record_to_row(record: CandidateRecord) -> tuple[Any, ...]:
                 "losses": {str(k): float(v) for k, v in acc.losses.items()},
                 "task_metric": _real(acc.task_metric),
                 "task_metric_name": acc.task_metric_name,
+                "task_details": {str(k): float(v) for k, v in acc.task_details.items()},
             },
             f"candidate {n} accuracy",
         )
@@ -209,6 +210,7 @@ def rows_to_records(
                     losses=acc["losses"],
                     task_metric=acc.get("task_metric"),
                     task_metric_name=acc.get("task_metric_name"),
+                    task_details=acc.get("task_details") or {},
                 ),
                 latency=_latency(lats[i]),
                 speedup_ci=None if ci is None else (ci[0], ci[1]),

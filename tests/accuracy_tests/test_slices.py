@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 
 import numpy as np
@@ -74,7 +75,7 @@ class TestValidation:
     ])
     def test_a_slice_that_cannot_fit_the_model_is_refused(self, settings: dict, message: str) -> None:
         s = AccuracySettings(metric="cos", epsilon=0.01, **settings)
-        with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
             s.check_outputs(self.SHAPES)
 
     def test_a_fitting_slice_and_dynamic_dims_pass(self) -> None:
@@ -137,7 +138,7 @@ class TestNonFinite:
             def metric(outputs, labels):
                 return {value}
         """))
-        with pytest.raises(ConfigError, match="returned .*(inf|nan).* expected a finite number"):
+        with pytest.raises(ConfigError, match=r"returned -?(inf|nan) \(expected a finite number\)"):
             task_metric_value(f"{path}:metric", {"y": np.zeros(3)}, None)
 
     @pytest.mark.parametrize(("value", "reference"), [

@@ -143,6 +143,9 @@ class OnnxRuntimeBackend(Backend):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return M.input_specs(M.load_model(model))
 
+    def output_specs(self, model: Path) -> list[TensorSpec]:
+        return M.output_specs(M.load_model(model))
+
     def environment(self) -> dict[str, str]:
         import onnxruntime as ort
 

@@ -95,15 +95,15 @@ def _task_metric(job: ChildJob, outputs: dict[str, np.ndarray]) -> dict[str, Any
     that raises becomes this candidate's accuracy failure. Imported once per process."""
     if not job.task_metric:
         return {}
-    from gptuner_core.accuracy import task_metric_value
+    from gptuner_core.accuracy import task_metric_result
     from gptuner_core.errors import GptunerError
 
     labels = np.load(job.labels, allow_pickle=False) if job.labels else None
     try:
         golden = _npz(job.golden)  # a metric that takes golden outputs gets them
-        value = task_metric_value(job.task_metric, outputs, labels, output_name=job.task_output,
-                                  golden=golden if golden is not None else outputs)
-        return {"task_metric": value}
+        res = task_metric_result(job.task_metric, outputs, labels, output_name=job.task_output,
+                                 golden=golden if golden is not None else outputs)
+        return {"task_metric": res.value, "task_details": dict(res.details)}
     except GptunerError as exc:
         return {"task_error": str(exc)}
 
