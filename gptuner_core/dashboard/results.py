@@ -113,7 +113,8 @@ def table_tab(study: Path, ranked: pd.DataFrame, metric: str) -> None:
     cols = ["number", "rank", "category", "state", "speedup", "median_ms", "ci_low_ms", "ci_high_ms",
             "max_loss", "gate_reason", "cv", "n_samples", "build_time_s", "route", "error"]
     table = st.dataframe(
-        view, column_order=cols + [c for c in view.columns if c.startswith("knob:")],
+        view, column_order=cols[:9] + [c for c in view.columns if c.startswith(("loss:", "task:"))]
+        + cols[9:] + [c for c in view.columns if c.startswith("knob:")],
         hide_index=True, width="stretch", key="res_table", on_select="rerun",
         selection_mode="multi-row",
         column_config={

@@ -59,7 +59,9 @@ def route_pairs(text: str | None) -> dict[str, str]:
 
 
 def candidates_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
-    """One row per candidate, plus one ``knob:<name>`` column per knob seen in any route.
+    """One row per candidate, plus one ``knob:<name>`` column per knob seen in any route, one
+    ``loss:<output or slice>`` column per stored loss (``loss:output0[:, 4:, :]``) and one
+    ``task:<detail>`` column per detail a built-in task metric reported (``task:recall``).
 
     ``route`` is the effective route when the backend reported one, else the requested route.
     ``speedup`` is the stored value, or baseline-median / median when the store has none.
@@ -69,6 +71,7 @@ def candidates_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     knob_rows: list[dict[str, str]] = []
+    acc_rows: list[dict[str, float]] = []
     for r in records:
         lat = r.latency
         acc = r.accuracy
@@ -96,7 +99,12 @@ def candidates_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
             }
         )
         knob_rows.append(route_pairs(r.requested_route) | route_pairs(r.effective_route))
+        acc_rows.append({f"loss:{k}": v for k, v in losses.items()}
+                        | {f"task:{k}": v for k, v in (acc.task_details if acc else {}).items()})
     df = pd.DataFrame(rows, columns=list(BASE_COLUMNS))
+    accuracy = pd.DataFrame(acc_rows, index=df.index)
+    if not accuracy.empty:
+        df = pd.concat([df, accuracy], axis=1)
     knobs = pd.DataFrame(knob_rows, index=df.index)
     if not knobs.empty:
         knobs.columns = [f"knob:{c}" for c in knobs.columns]

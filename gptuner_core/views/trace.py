@@ -88,7 +88,8 @@ def route_diff_frame(routes: Mapping[str, str | None]) -> pd.DataFrame:
 
 
 def accuracy_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
-    """Per-output loss (rows) by candidate (columns ``#n``); a task-metric row when present."""
+    """Per-output and per-slice loss (rows) by candidate (columns ``#n``); a task-metric row when
+    present, and a row per detail a built-in task metric reported (``detection: recall``)."""
     import pandas as pd
 
     data: dict[str, dict[str, float]] = {}
@@ -98,6 +99,8 @@ def accuracy_frame(records: Sequence[CandidateRecord]) -> pd.DataFrame:
             col.update({f"{k} ({r.accuracy.metric})": v for k, v in r.accuracy.losses.items()})
             if r.accuracy.task_metric is not None:
                 col[r.accuracy.task_metric_name or "task metric"] = r.accuracy.task_metric
+            task = (r.accuracy.task_metric_name or "task metric").split("(")[0]
+            col.update({f"{task}: {k}": v for k, v in r.accuracy.task_details.items()})
         data[f"#{r.number}"] = col
     df = pd.DataFrame(data)
     df.index.name = "output"
