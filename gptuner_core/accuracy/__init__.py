@@ -25,7 +25,11 @@ The gate (:func:`evaluate`, :func:`check`): a route fails if a gated output's lo
 is infinite, or if the task metric (higher is better: ``top1`` against labels, or a user
 ``module:function`` that may also receive the golden outputs) dropped by more than
 ``max_task_drop`` below the reference route's value. Which outputs are gated is a setting
-(``outputs``); a study with no gate at all needs ``no_gate=True`` (:func:`require_gate`,
+(``outputs``): whole outputs or slices of them in NumPy syntax (``output0[:, 4:, :]``, see
+:mod:`~gptuner_core.accuracy.slices`; losses stored per slice under that spelling). Built-in task
+metrics compare with the default route's outputs (``detection``, ``topk``, ``tokens``: see
+:mod:`~gptuner_core.accuracy.agreement`); a task metric or reference that is not a finite number
+fails the gate. A study with no gate at all needs ``no_gate=True`` (:func:`require_gate`,
 :func:`gate_warning`). Losses are stored, so :func:`rerank`
 re-applies a changed ε (or allowed drop) to stored results without re-running anything.
 """
