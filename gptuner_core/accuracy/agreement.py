@@ -10,6 +10,10 @@
                             (0.5) and the same class. Reports ``recall`` (of the reference's
                             detections), ``precision``, ``f1``, ``mean_iou`` of the matches and both
                             counts; the value is ``value=`` one of them (default ``f1``).
+                            ``objectness=on``: the first score is an objectness that multiplies
+                            the class scores (YOLOv5/YOLOX heads); ``decode=yolox``: raw YOLOX
+                            boxes (grid offsets and log sizes at strides 8, 16, 32 of a square
+                            input) are decoded to pixels first.
 ``topk(k=5)``               classifier scores over the last axis: mean overlap of the candidate's
                             top-k classes with the reference's (``top1_agreement`` reported too).
 ``tokens``                  sequence outputs: token ids (integers), or logits over the last axis
@@ -37,7 +41,8 @@ _OPTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "detection": {
         "layout": ("bca", "bca|bac"), "boxes": ("xywh", "xywh|xyxy"), "conf": (0.25, "unit"),
         "nms": (0.45, "unit"), "iou": (0.5, "unit"), "max_det": (300, "count"),
-        "value": ("f1", "f1|recall|precision|mean_iou"),
+        "value": ("f1", "f1|recall|precision|mean_iou"), "objectness": ("off", "off|on"),
+        "decode": ("none", "none|yolox"),
     },
     "topk": {"k": (5, "count")},
     "tokens": {},
@@ -107,12 +112,32 @@ def agreement(spec: str, output: np.ndarray, reference: np.ndarray, where: str) 
 
 
 # -- detection -----------------------------------------------------------------------------
-def _decode(head: np.ndarray, *, layout: str, boxes: str, conf: float, nms: float,
-            max_det: int) -> tuple[np.ndarray, np.ndarray]:
+def _yolox_grid(anchors: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Grid cell offsets ``[A, 2]`` and strides ``[A, 1]`` of a square input at strides 8/16/32."""
+    side = round(np.sqrt(anchors * 1024 / 21))
+    cells = [(side // s, s) for s in (8, 16, 32)]
+    if side % 32 or sum(n * n for n, _ in cells) != anchors:
+        msg = f"task metric detection: decode=yolox needs a square input at strides 8, 16, 32; {where} has {anchors} anchors"
+        raise ConfigError(msg)
+    grids, strides = [], []
+    for n, stride in cells:
+        xv, yv = np.meshgrid(np.arange(n), np.arange(n))
+        grids.append(np.stack([xv, yv], axis=2).reshape(-1, 2))
+        strides.append(np.full((n * n, 1), stride))
+    return np.concatenate(grids).astype(np.float64), np.concatenate(strides).astype(np.float64)
+
+
+def _decode(head: np.ndarray, *, layout: str, boxes: str, conf: float, nms: float, max_det: int,
+            objectness: str = "off", grid: tuple[np.ndarray, np.ndarray] | None = None,
+            ) -> tuple[np.ndarray, np.ndarray]:
     """One image's ``(xyxy boxes [n, 4], classes [n])`` after threshold and class-wise NMS."""
     rows = head.T if layout == "bca" else head  # [anchors, 4+C]
     rows = rows.astype(np.float64)
-    scores = rows[:, 4:]
+    if grid is not None:
+        offsets, strides = grid
+        rows[:, :2] = (rows[:, :2] + offsets) * strides
+        rows[:, 2:4] = np.exp(np.clip(rows[:, 2:4], None, 30)) * strides
+    scores = rows[:, 5:] * rows[:, 4:5] if objectness == "on" else rows[:, 4:]
     cls = scores.argmax(axis=1)
     best = scores[np.arange(len(rows)), cls]
     keep = np.flatnonzero(best >= conf)
@@ -164,17 +189,21 @@ def _match(rb: np.ndarray, rc: np.ndarray, cb: np.ndarray, cc: np.ndarray, iou: 
 
 
 def detection(out: np.ndarray, ref: np.ndarray, *, where: str, layout: str, boxes: str, conf: float,
-              nms: float, iou: float, max_det: int, value: str) -> tuple[float, dict[str, float]]:
+              nms: float, iou: float, max_det: int, value: str, objectness: str = "off",
+              decode: str = "none") -> tuple[float, dict[str, float]]:
     channels = 1 if layout == "bca" else 2
-    if out.ndim != 3 or out.shape[channels] < 5 or out.dtype.kind not in "fiu":
+    if out.ndim != 3 or out.shape[channels] < 5 + (objectness == "on") or out.dtype.kind not in "fiu":
         expected = "[batch, 4+classes, anchors]" if layout == "bca" else "[batch, anchors, 4+classes]"
         msg = f"task metric detection: {where} has shape {out.shape} (expected {expected} for layout={layout})"
         raise ConfigError(msg)
+    grid = _yolox_grid(out.shape[3 - channels], where) if decode == "yolox" else None
+    opts = {"layout": layout, "boxes": boxes, "conf": conf, "nms": nms, "max_det": max_det,
+            "objectness": objectness, "grid": grid}
     n_ref = n_out = 0
     matched: list[float] = []
     for r_head, c_head in zip(ref, out, strict=True):
-        rb, rc = _decode(r_head, layout=layout, boxes=boxes, conf=conf, nms=nms, max_det=max_det)
-        cb, cc = _decode(c_head, layout=layout, boxes=boxes, conf=conf, nms=nms, max_det=max_det)
+        rb, rc = _decode(r_head, **opts)
+        cb, cc = _decode(c_head, **opts)
         n_ref, n_out = n_ref + len(rb), n_out + len(cb)
         matched += _match(rb, rc, cb, cc, iou)
     if n_ref == 0:
