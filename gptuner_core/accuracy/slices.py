@@ -34,6 +34,8 @@ _INT = re.compile(r"[+-]?\d+")
 _EXPECTED = "expected OUTPUT or OUTPUT[...] in NumPy syntax: integers, a:b:c slices and one '...', e.g. output0[:, 4:, :]"
 #: a slice holding at least this share of an output's squared norm "dominates" it
 DOMINANT_SHARE = 0.9
+#: ... and is at least this many times louder (RMS per value) than the rest
+LOUDER = 30.0
 
 
 def split_selectors(text: str) -> list[str]:
@@ -184,8 +186,9 @@ def slice_losses(
 
 
 def _dominant_window(energy: np.ndarray) -> tuple[int, int, float] | None:
-    """The shortest run ``[a, b)`` holding :data:`DOMINANT_SHARE` of ``energy``, if it is ten
-    times louder (RMS) than the rest; else None."""
+    """The shortest run ``[a, b)`` holding :data:`DOMINANT_SHARE` of ``energy`` and
+    :data:`LOUDER` times louder (RMS per value) than the rest, else None. (A detector's box
+    centres alone are about 10x louder than its sizes; boxes are 100x+ louder than scores.)"""
     total = float(energy.sum())
     n = energy.size
     if total <= 0 or n < 2:
@@ -195,17 +198,17 @@ def _dominant_window(energy: np.ndarray) -> tuple[int, int, float] | None:
         sums = prefix[length:] - prefix[:-length]
         a = int(np.argmax(sums))
         share = float(sums[a]) / total
-        if share >= DOMINANT_SHARE:
-            rest = total - float(sums[a])
-            loud = math.sqrt(float(sums[a]) / length)
-            quiet = math.sqrt(rest / (n - length))
-            return (a, a + length, share) if rest > 0 and loud >= 10 * quiet else None
+        rest = total - float(sums[a])
+        if share < DOMINANT_SHARE or rest <= 0:
+            continue
+        if math.sqrt(float(sums[a]) / length) >= LOUDER * math.sqrt(rest / (n - length)):
+            return a, a + length, share
     return None
 
 
 def dominance_warnings(golden: Mapping[str, Any], settings: AccuracySettings) -> list[str]:
     """A warning per gated whole output (of 2+ dims) of which one slice along a dimension holds
-    most of the squared norm while the rest is an order of magnitude smaller: its loss (any
+    most of the squared norm while the rest is much smaller (:func:`_dominant_window`): its loss (any
     metric over the whole output) then says little about the rest (a detector's pixel boxes
     beside its class scores). Names the dominant slice and the slice to gate instead."""
     warnings = []

@@ -62,6 +62,22 @@ class TestDetection:
                                  golden={"o": xyxy})
         assert res.details["reference_detections"] == 2 and res.value == 1.0
 
+    def test_objectness_multiplies_the_class_scores_and_yolox_boxes_are_decoded(self) -> None:
+        a = 8 * 8 + 4 * 4 + 2 * 2  # a 64x64 input at strides 8, 16, 32
+        raw = np.zeros((1, a, 4 + 1 + 2), np.float32)  # layout bac: x, y, log w, log h, obj, 2 classes
+        raw[0, :, 2:4] = np.log(2.0)  # every box 2 strides wide and high
+        raw[0, [0, 20], 4] = [0.9, 0.2]  # objectness
+        raw[0, [0, 20], 5] = [0.8, 0.9]  # class 0 scores: obj * cls = 0.72, 0.18
+        spec = "detection(layout=bac, objectness=on, decode=yolox)"
+        res = task_metric_result(spec, {"o": raw}, None, golden={"o": raw})
+        assert res.details["reference_detections"] == 1
+        shifted = raw.copy()
+        shifted[0, 0, 0] = 0.5  # half a stride (4 px) to the right: IoU 12x16 / 20x16 = 0.6
+        res = task_metric_result(spec, {"o": shifted}, None, golden={"o": raw})
+        assert res.value == 1.0 and res.details["mean_iou"] == pytest.approx(0.6)
+        with pytest.raises(ConfigError, match="decode=yolox needs a square input"):
+            task_metric_value(spec, {"o": raw[:, :50]}, None, golden={"o": raw[:, :50]})
+
     def test_a_reference_without_detections_is_an_error_not_a_pass(self) -> None:
         empty = head([], [], [])
         with pytest.raises(ConfigError, match="no detection .* conf 0.25"):

@@ -22,6 +22,7 @@ from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
 
 from .conftest import QUICK
+from .conftest import REPO
 
 
 pytestmark = pytest.mark.slow
@@ -129,3 +130,21 @@ def test_a_slice_that_does_not_fit_is_refused_before_anything_is_written(detecto
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
         assert not study.exists()
+
+
+def test_a_whole_output_gate_warns_naming_the_slice_that_dominates(detector, tmp_path, capsys):
+    model, data = detector
+    study = tmp_path / "whole"
+    assert tune(model, data, study, "--epsilon", "0.01", "--max-candidates", "1") == 0
+    err = capsys.readouterr().err
+    assert "dominated by output0[:, 0:4, :]" in err and f"--gate-outputs '{SCORES}'" in err, err
+    with open_store(study, readonly=True) as store:
+        assert any("dominated by" in ev.payload.get("gate", "") for ev in store.events("warning"))
+
+
+def test_help_and_readme_show_slice_and_detection_usage(capsys):
+    assert main(["tune", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"--gate-outputs '{SCORES}'" in text and "--task-metric 'detection(conf=0.25)'" in text
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"--gate-outputs '{SCORES}'" in readme and "--task-metric 'detection(conf=0.25)'" in readme
