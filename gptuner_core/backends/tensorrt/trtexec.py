@@ -146,6 +146,12 @@ class TrtexecBackend(Backend):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return onnx_input_specs(model)
 
+    def output_specs(self, model: Path) -> list[TensorSpec]:
+        from gptuner_core.backends.onnxruntime.model import load_model
+        from gptuner_core.backends.onnxruntime.model import output_specs
+
+        return output_specs(load_model(model, check=False))
+
     def environment(self) -> dict[str, str]:
         from gptuner_core.backends.tensorrt.backend import gpu_environment
 
