@@ -53,7 +53,7 @@ with right:
             hide_index=True, width="stretch")
     else:
         st.caption("Default route: every knob at its default.")
-    st.subheader("Accuracy per output")
+    st.subheader("Accuracy per output and slice")
     acc = views.accuracy_frame([rec])
     if len(acc):
         st.dataframe(acc, hide_index=True, width="stretch")
