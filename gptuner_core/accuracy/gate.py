@@ -36,16 +36,20 @@ class AccuracySettings:
         atol/rtol: ``l0`` tolerances (ignored by the other metrics), both >= 0.
         epsilon: fail when any output's loss >= epsilon; ``None`` = no element-wise gate (losses
             are still recorded, and non-finite/shape failures still fail).
-        task_metric: ``None``, ``"top1"`` or ``"module:function"`` (higher is better).
+        task_metric: ``None``, ``"top1"``, a built-in agreement metric with the default route
+            (``detection(...)``, ``topk(k=5)``, ``tokens``: :mod:`~gptuner_core.accuracy.agreement`)
+            or ``"module:function"`` (higher is better; a value that is not a finite number fails).
         max_task_drop: absolute drop allowed below the reference's task metric (e.g. 0.01);
             ``None`` = record the task metric without gating on it.
-        task_output: output used by ``top1`` (default: :func:`select_task_output`, the class
-            scores rather than sklearn's ``label``).
-        outputs: the outputs the gate applies to (``None`` = all); losses of the others are still
-            recorded, but they fail nothing (e.g. gate ``sentence_embedding``, not
-            ``last_hidden_state``).
-        output_epsilons: ε per output name (a mapping is accepted; stored as sorted pairs),
-            overriding ``epsilon`` (the default for outputs not listed).
+        task_output: output (or slice) the task metric reads (default: :func:`select_task_output`,
+            the class scores rather than sklearn's ``label``).
+        outputs: the outputs, or slices of them in NumPy syntax (``output0[:, 4:, :]``,
+            :mod:`~gptuner_core.accuracy.slices`), the gate applies to (``None`` = all); losses of
+            the others are still recorded, but they fail nothing (e.g. gate
+            ``sentence_embedding``, not ``last_hidden_state``). Stored in canonical spelling.
+        output_epsilons: ε per output or slice (a mapping is accepted; stored as sorted pairs),
+            overriding ``epsilon`` (the default for outputs not listed); each slice named here
+            gets its own loss.
         no_gate: the user asked explicitly for no gate (:func:`require_gate` refuses a settings
             object with no gate otherwise; :func:`gate_warning` gives the warning text).
 
@@ -223,7 +227,8 @@ def check(
             reasons.append(f"task metric {settings.task_metric} has no value")
         elif not _finite(value):
             reasons.append(f"task metric {settings.task_metric} is not a finite number ({value!r})")
-        elif reference_task_metric is not None and not _finite(reference_task_metric):
+        elif settings.max_task_drop is not None and reference_task_metric is not None \
+                and not _finite(reference_task_metric):
             reasons.append(
                 f"the reference's task metric {settings.task_metric} is not a finite number "
                 f"({reference_task_metric!r}); nothing to compare against"

@@ -142,7 +142,7 @@ class TestNonFinite:
             task_metric_value(f"{path}:metric", {"y": np.zeros(3)}, None)
 
     @pytest.mark.parametrize(("value", "reference"), [
-        (math.inf, 0.9), (-math.inf, 0.9), (math.nan, 0.9), (0.9, math.inf), (0.9, math.nan),
+        (math.inf, 0.9), (-math.inf, 0.9), (math.nan, 0.9), (0.9, math.inf), (0.9, math.nan), (0.9, -math.inf),
     ])
     def test_stored_non_finite_task_values_fail_the_gate(self, value: float, reference: float) -> None:
         s = AccuracySettings(metric="l2", task_metric="m.py:f", max_task_drop=0.05)
