@@ -154,3 +154,13 @@ class TestNonFinite:
         acc = AccuracyResult(metric="l2", losses={"y": "0.0"}, task_metric=None)  # type: ignore[dict-item]
         passed, reason = check(acc, AccuracySettings(metric="l2", epsilon=0.1), None)
         assert not passed and "output 'y'" in reason
+
+    def test_the_engine_verdict_fails_a_non_finite_task_value(self) -> None:
+        """The one verdict a study and ``gptuner gate`` (bundle gate) apply to a candidate."""
+        from gptuner_core.engine import verdict
+        from gptuner_core.records import CandidateState
+
+        same = {"y": np.ones(3)}
+        s = AccuracySettings(metric="l2", epsilon=0.1, task_metric="m.py:f", max_task_drop=0.05)
+        res = verdict.gate(same, same, s, 0.9, task_value=math.inf)
+        assert res.state is CandidateState.ACCURACY_FAILED and "not a finite number (inf)" in res.error
