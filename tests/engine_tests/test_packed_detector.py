@@ -28,6 +28,8 @@ from .conftest import REPO
 pytestmark = pytest.mark.slow
 
 SCORES = "output0[:, 4:, :]"
+#: quant_pre_process (on by default) takes ~10 s on this model and changes none of its numbers
+EXPR = "-quant:preprocess=off -ort:intra_op_num_threads=[0|1] -quant:mode=[off|qdq]"
 CLASSES, FEATS, ANCHORS = 8, 16, 64
 
 
@@ -83,7 +85,7 @@ def detector(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def tune(model: Path, data: Path, study: Path, *gate: str) -> int:
     return main([
         "tune", str(model), "--backend", "onnxruntime", "--dataset", str(data), "--study", str(study),
-        "--expr", "-ort:intra_op_num_threads=[0|1] -quant:mode=[off|qdq]", "--search", "full",
+        "--expr", EXPR, "--search", "full",
         "--metric", "cos", *gate, "--batch-size", "8", "--revalidate-top-k", "0",
         "--profile-runs", "0", "--drift-every", "0", "--quiet",
         *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()],
@@ -98,8 +100,8 @@ def test_slice_gate_and_detection_metric_fail_int8_that_whole_output_cosine_pass
                 "--max-candidates", "3") == 0
     with open_store(study, readonly=True) as store:
         recs = {r.requested_route: r for r in store.candidates()}
-    default = recs["-ort:intra_op_num_threads=0 -quant:mode=off"]
-    threads = recs["-ort:intra_op_num_threads=1 -quant:mode=off"]
+    default = recs["-quant:preprocess=off -ort:intra_op_num_threads=0 -quant:mode=off"]
+    threads = recs["-quant:preprocess=off -ort:intra_op_num_threads=1 -quant:mode=off"]
     int8 = [r for route, r in recs.items() if "qdq" in route]
     assert default.state is CandidateState.COMPLETE and default.accuracy.task_metric == 1.0
     assert default.accuracy.task_details["reference_detections"] > 20
