@@ -195,3 +195,44 @@ def checkpoints(budget: int) -> list[int]:
     """1, 2, 5, 10, 20, 50, ... up to ``budget`` (``budget`` itself last)."""
     out = [k for e in range(0, 9) for k in (10**e, 2 * 10**e, 5 * 10**e) if k < budget]
     return [*out, budget]
+
+
+def study_curves(records: Sequence[CandidateRecord], config: dict[str, Any],
+                 study_dir: str | Path | None = None) -> tuple[Curve, RandomBaseline | None, bool]:
+    """A study's curve, random search's baseline for as many builds where its space is recorded,
+    and whether the curve is a fraction of the recorded optimum (else the best speed-up)."""
+    recording = study_recording(config, study_dir)
+    finished = [r for r in records if r.state.is_finished()]
+    if recording is None:
+        return study_curve(finished), None, False
+    opt, _ = recording.optimum()
+    return study_curve(finished, opt), random_baseline(recording, max(1, len(finished))), True
+
+
+def search_curve_figure(curve: Curve, rand: RandomBaseline | None = None, *, against: str = "builds",
+                        fraction: bool = True, name: str = "this search") -> Any:
+    """Best so far against ``"builds"`` or ``"seconds"`` (build seconds), with random search's
+    expectation and its 10th-90th percentile band when ``rand`` is given."""
+    import plotly.graph_objects as go
+
+    from gptuner_core.views.figures import _layout
+
+    scale = 100.0 if fraction else 1.0
+    by_builds = against == "builds"
+    fig = go.Figure()
+    if rand is not None:
+        xs = rand.builds if by_builds else rand.seconds
+        low, high, mean = (rand.low, rand.high, rand.expected) if by_builds else (rand.low_s, rand.high_s, rand.expected_s)
+        fig.add_trace(go.Scatter(x=list(xs), y=[scale * v for v in high], mode="lines", line={"width": 0},
+                                 showlegend=False, hoverinfo="skip", name="random p90"))
+        fig.add_trace(go.Scatter(x=list(xs), y=[scale * v for v in low], mode="lines", line={"width": 0},
+                                 fill="tonexty", fillcolor="rgba(127,127,127,0.2)",
+                                 name=f"random search, {BAND[0]}th-{BAND[1]}th percentile"))
+        fig.add_trace(go.Scatter(x=list(xs), y=[scale * v for v in mean], mode="lines",
+                                 line={"dash": "dash", "color": "#7f7f7f"}, name="random search, expected"))
+    xs = curve.builds if by_builds else curve.seconds
+    fig.add_trace(go.Scatter(x=list(xs), y=[scale * v for v in curve.best], mode="lines",
+                             line={"shape": "hv", "color": "#d62728"}, name=f"{name}, best so far"))
+    y = "% of the recorded optimum" if fraction else "best speed-up (x)"
+    x = "builds" if by_builds else "build seconds"
+    return _layout(fig, f"Best so far against {x}", x, y)
