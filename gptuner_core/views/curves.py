@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from gptuner_core.records import CandidateRecord
 
 BAND = (10, 90)
+#: random search's band is drawn up to this many builds (a whole imported space has 10,000+)
+MAX_BAND_BUILDS = 2000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,7 +208,8 @@ def study_curves(records: Sequence[CandidateRecord], config: dict[str, Any],
     if recording is None:
         return study_curve(finished), None, False
     opt, _ = recording.optimum()
-    return study_curve(finished, opt), random_baseline(recording, max(1, len(finished))), True
+    budget = max(1, min(len(finished), MAX_BAND_BUILDS))
+    return study_curve(finished, opt), random_baseline(recording, budget), True
 
 
 def search_curve_figure(curve: Curve, rand: RandomBaseline | None = None, *, against: str = "builds",
