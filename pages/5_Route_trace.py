@@ -84,7 +84,7 @@ st.subheader("Log")
 log, note = trust.study_file(study, rec.log_path, what="candidate log",
                              fallback=study / "candidates" / f"{rec.number:05d}" / "log.txt")
 if note:
-    (st.caption if log is not None else st.error)(note)
+    (st.caption if log is not None or not rec.log_path else st.error)(note)  # none recorded: not an error
 if log is not None:
     st.code(launch.tail(log, 12000) or f"(empty log at {log})", language="text")
 

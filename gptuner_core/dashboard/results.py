@@ -80,6 +80,29 @@ def timeline_tab(study: Path, snap: Snapshot) -> None:
     st.plotly_chart(timeline_figure(frame), key="res_timeline")
 
 
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def _curves(path: str, rev: tuple[int, ...], _snap: Snapshot) -> tuple:
+    """The study's search curve and, where its space is recorded, random search's band."""
+    from gptuner_core.views.curves import study_curves
+
+    return study_curves(_snap.records, _snap.config, path)
+
+
+def history_tab(study: Path, snap: Snapshot, ranked: pd.DataFrame) -> None:
+    from gptuner_core.views.curves import search_curve_figure
+
+    st.plotly_chart(views.history_figure(views.best_so_far(ranked)), key="res_history")
+    curve, rand, fraction = _curves(str(study), data.revision(study), snap)
+    against = st.segmented_control("Search curve against", ["builds", "build seconds"],
+                                   default="builds", key="res_curve_x") or "builds"
+    fig = search_curve_figure(curve, rand, against="builds" if against == "builds" else "seconds",
+                              fraction=fraction, name=study.name)
+    st.plotly_chart(fig, key="res_curve")
+    if rand is None:
+        st.caption("Random search's expectation and band appear for a study of a recorded space "
+                   "(the replay backend, or a space brought in by `gptuner import`).")
+
+
 def importance_tab(ranked: pd.DataFrame) -> None:
     """Parameter importance with uncertainty, from ``gptuner_core.effects`` when it is there."""
     try:
@@ -165,7 +188,7 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
     elif view == "Speedup":
         st.plotly_chart(views.speedup_figure(ranked), key="res_speedup")
     elif view == "History":
-        st.plotly_chart(views.history_figure(views.best_so_far(ranked)), key="res_history")
+        history_tab(study, snap, ranked)
     elif view == "Knob effect":
         knob_tab(ranked)
     elif view == "Parallel coordinates":

@@ -44,6 +44,18 @@ def _headline(winner: Any, records: dict[int, Any]) -> str:
     return f"{winner.headline()} — route #{winner.number} ({route or 'default'}). {winner.message}"
 
 
+def _curve_figures(records: list[Any], cfg: dict[str, Any], path: Path) -> list[tuple[str, str, go.Figure]]:
+    """The search curve against builds and build seconds (random search's band where recorded)."""
+    from gptuner_core.views.curves import search_curve_figure
+    from gptuner_core.views.curves import study_curves
+
+    curve, rand, fraction = study_curves(records, cfg, path)
+    band = " with random search's expectation and band" if rand is not None else ""
+    return [(f"search_curve_{x}", f"Search curve against {label}{band}",
+             search_curve_figure(curve, rand, against=x, fraction=fraction, name=path.name))
+            for x, label in (("builds", "builds"), ("seconds", "build seconds"))]
+
+
 def study_report(study_dir: str | Path) -> StudyReport:
     """Read ``study_dir`` once and build the report's content."""
     from gptuner_core.explain import main_effects
@@ -81,6 +93,7 @@ def study_report(study_dir: str | Path) -> StudyReport:
                                  winner=winner.number if winner and winner.significant else None)),
         ("speedups", "Speed-ups vs the default route (95 % CI)", F.speedup_figure(df)),
         ("history", "Best-so-far history", F.history_figure(frames.best_so_far(df))),
+        *_curve_figures(records, cfg, path),
         ("knob_effects", "Knob effects (main effects, 95 % CI)",
          effects_figure(main_effects(records, facts.defaults))),
     ]
