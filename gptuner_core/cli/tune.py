@@ -78,13 +78,15 @@ class ProgressPrinter:
 
     def __call__(self, p: Progress) -> None:
         total = p.total if p.total is not None else "?"
-        best = f"{p.best_speedup:.3f}x" if p.best_speedup else "-"
+        # while screening: the screening's fastest, labelled; once done: the verdict's speed-up
+        label = "verdict" if p.phase == "done" else "screening best"
+        best = f"{label} {p.best_speedup:.3f}x" if p.best_speedup else f"{label} -"
         if isinstance(p.total, int) and p.total > 0:
             filled = int(20 * min(p.done / p.total, 1.0))
             bar = "[" + "#" * filled + "." * (20 - filled) + "] "
         else:
             bar = ""
-        line = f"{bar}{p.done}/{total} routes  best {best}  ETA {_fmt_eta(p.eta_s)}"
+        line = f"{bar}{p.done}/{total} routes  {best}  ETA {_fmt_eta(p.eta_s)}"
         if p.phase not in ("", "idle"):
             line += f"  {p.phase}: {p.current[:60]}"
         if self.tty:
@@ -96,7 +98,7 @@ class ProgressPrinter:
             lat = f"{last.latency.median_ms:.3f} ms" if last.latency else "-"
             self.stream.write(
                 f"[{last.number}] {last.state.value:<15} {lat:>12}  {last.requested_route or '(default)'}"
-                f"   ({p.done}/{total}, best {best}, ETA {_fmt_eta(p.eta_s)})\n"
+                f"   ({p.done}/{total}, {best}, ETA {_fmt_eta(p.eta_s)})\n"
             )
             self.stream.flush()
 

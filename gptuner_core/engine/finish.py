@@ -117,6 +117,8 @@ def write_output(
             "route": rec.requested_route,
             "effective_route": rec.effective_route,
             "candidate": rec.number,
+            "verdict": winner.headline(),
+            "verdict_text": winner.sentence(),
             "winner": winner.to_json(),
             "speedup": winner.speedup,
             "speedup_ci": list(winner.ci) if winner.ci else None,

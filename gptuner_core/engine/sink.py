@@ -72,9 +72,15 @@ class StoreSink:
         if self.times and total is not None:
             eta = max(total - done, 0) * (sum(self.times) / len(self.times))
         now = time.time()
+        # screening's best while screening; once decided, the verdict's own speed-up (1.0 when
+        # the default is kept): the stored progress never outlives the verdict with a screening
+        # number (a torch study's progress kept 6.986x beside "inconclusive, default kept")
+        winner = self.store.winner() if finished else None
+        best = (winner.speedup if winner is not None else None) if finished else max(
+            (r.speedup or 0.0 for r in history if r.eligible), default=None)
         progress = Progress(
             done=done, total=total, current=current, phase=phase,
-            best_speedup=max((r.speedup or 0.0 for r in history if r.eligible), default=None),
+            best_speedup=best,
             eta_s=0.0 if finished else eta, started_at=now - self.elapsed_s(),
             finished_at=now if finished else None, heartbeat=now,
             rounds_done=rounds[0] if rounds else None, rounds_total=rounds[1] if rounds else None,
@@ -82,7 +88,7 @@ class StoreSink:
         )
         self.store.set_progress(progress)
         if finished:  # the study has its winner (or none): --keep-artifacts applied for good
-            self._keep_artifacts(history, self.store.winner())
+            self._keep_artifacts(history, winner)
         if self.tuner.progress_cb is not None:
             self.tuner.progress_cb(progress)
 

@@ -289,7 +289,8 @@ class Tuner:
                 )
             if winner is not None:
                 store.set_winner(winner)
-                message = "; ".join(m for m in (message, winner.message) if m)
+                # the status says why the study ended; the verdict is the winner record's, said once
+                message = "; ".join(m for m in (message, winner.headline()) if m)
                 if cfg.output:
                     try:
                         write_output(cfg, store, winner, self.dir)

@@ -111,14 +111,25 @@ def choose_method(plan_method: str, default_regimes: Regimes, regimes: Regimes) 
 
 
 def _interval(d: np.ndarray, c: np.ndarray, alpha: float, method: str) -> LogInterval:
+    """The look's interval. A rank interval that ``n`` rounds cannot reach at this level (``n``
+    rounds reach at most ``1 - 2 ** (1 - n)``) is replaced by the t-interval over every round,
+    which can: a verdict never stalls on a method that cannot decide (the note says so)."""
     logs = np.log(d / c)
+    mask = None
     if method == "matched":
         mask = matched_rounds(d, c)
         if mask is not None and int(mask.sum()) >= 2:
-            iv = log_ratio_interval(logs[mask], alpha, "rank")
-            return dataclasses.replace(iv, method="matched")
-        method = "rank"
-    return log_ratio_interval(logs, alpha, method)
+            iv = dataclasses.replace(log_ratio_interval(logs[mask], alpha, "rank"), method="matched")
+        else:
+            iv = log_ratio_interval(logs, alpha, "rank")
+    else:
+        iv = log_ratio_interval(logs, alpha, method)
+    if iv.low is None and method != "t" and logs.size >= 2:
+        used = int(mask.sum()) if mask is not None else logs.size
+        note = (f"{used} rounds are too few for a distribution-free interval at this level; "
+                f"t-interval over all {logs.size} rounds")
+        return dataclasses.replace(log_ratio_interval(logs, alpha, "t"), note=note)
+    return iv
 
 
 def _pct(x: float) -> str:
