@@ -44,31 +44,27 @@ def _rounds(n: int) -> str:
 
 def reason(w: Winner) -> str:
     """Why the default is kept, in a few words (``""`` for a winner)."""
-    from gptuner_core.records.study import Verdict
-
-    v = w.verdict
-    if v is Verdict.WINNER:
+    v = w.verdict.value
+    if v == "winner":
         return ""
-    if v is Verdict.INCONCLUSIVE:
+    if v == "inconclusive":
         return f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
-    if v is Verdict.NOT_FASTER:
+    if v == "not_faster":
         return f"no route is faster by more than {_pct(w.min_effect)}"
-    if v is Verdict.DEFAULT_ONLY:
+    if v == "default_only":
         return "no other eligible route"
-    if v is Verdict.NOT_REVALIDATED:
+    if v == "not_revalidated":
         return "nothing cleared the screening, which was not re-validated"
     return "re-validation failed"
 
 
 def headline(w: Winner) -> str:
     """The one line every surface shows first."""
-    from gptuner_core.records.study import Verdict
-
-    if w.verdict is Verdict.WINNER:
+    if w.verdict.value == "winner":
         rounds = f", after {_rounds(w.rounds)}" if w.rounds else ""
         ci = f" {_ci(w.ci)}" if w.ci else ""
         return f"winner: route #{w.number}, {_x(w.speedup)} faster{ci}{rounds}"
-    if w.verdict is Verdict.NOT_REVALIDATED and w.number:
+    if w.verdict.value == "not_revalidated" and w.number:
         return (f"screening pick (not re-validated): route #{w.number}, {_x(w.speedup)} "
                 f"{_ci(w.ci)}").rstrip()
     return f"{NO_WINNER} ({reason(w)})"
@@ -84,17 +80,15 @@ def _leader(w: Winner) -> str:
 
 def sentence(w: Winner) -> str:
     """One or two plain sentences for a person (see the module docstring)."""
-    from gptuner_core.records.study import Verdict
-
     conf = _pct(w.confidence)
     thr = f"{1 + w.min_effect:.3g}x"
-    v = w.verdict
-    if v is Verdict.WINNER:
+    v = w.verdict.value
+    if v == "winner":
         ci = f" ({_ci(w.ci)} with {conf} confidence)" if w.ci else ""
         return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
                 f"re-measured against it in {_rounds(w.rounds)} of fresh processes.")
     lead = _leader(w)
-    if v is Verdict.INCONCLUSIVE:
+    if v == "inconclusive":
         first = (f"No route was shown faster after {_rounds(w.rounds)} of re-measurement, "
                  "so the default is kept")
         if lead:
@@ -108,13 +102,13 @@ def sentence(w: Winner) -> str:
         else:
             more = "More rounds, or a quieter machine, are needed to decide."
         return f"{first}. {more}"
-    if v is Verdict.NOT_FASTER:
+    if v == "not_faster":
         tail = f" (the closest, {lead} with {conf} confidence)" if lead else ""
         return (f"No route is faster than the default by more than {_pct(w.min_effect)} after "
                 f"{_rounds(w.rounds)} of re-measurement{tail}, so the default is kept.")
-    if v is Verdict.DEFAULT_ONLY:
+    if v == "default_only":
         return "No eligible route other than the default was found, so the default is kept."
-    if v is Verdict.NOT_REVALIDATED:
+    if v == "not_revalidated":
         if w.number:
             return (f"Route #{w.number} screened {_x(w.speedup)} {_ci(w.ci)} in one process per "
                     "route; it was not re-validated (--revalidate-top-k 0), so treat it as a lead.")
@@ -140,9 +134,6 @@ def recommended(winner: dict | None) -> int | None:
     what a chart may star as the winner (the default is never drawn as one)."""
     if not winner:
         return None
-    from gptuner_core.records.study import Verdict
-    from gptuner_core.records.study import Winner
-
-    w = Winner.from_json(dict(winner))
-    ok = w.verdict in (Verdict.WINNER, Verdict.NOT_REVALIDATED)
-    return w.number if ok and w.number else None
+    verdict = winner.get("verdict") or ("winner" if winner.get("significant") else "")
+    number = int(winner.get("number") or 0)
+    return number if verdict in ("winner", "not_revalidated") and number else None
