@@ -63,7 +63,7 @@ alive = pid_alive(snap.meta.get("pid")) or launcher_alive
 status = views.effective_status(snap.meta.get("status"), alive)
 if status != "running" and launcher_alive:
     status = "starting"
-running = status in ("running", "starting")
+running = status in ("running", "starting", "waiting")  # waiting: refreshes, and Stop acts at once
 
 
 @st.fragment(run_every=2.0 if running else None)

@@ -41,6 +41,9 @@ class StoreSink:
         self.strategy = strategy
         self.started_mono = time.monotonic()
         self.prior_elapsed = float(before.elapsed_s or 0.0)
+        self.prior_waited = float(before.waited_s or 0.0)
+        self.waited_s = 0.0  # this run's time waiting for the device: not tuning time
+        self.device_wait_s = tuner.config.device_wait_s
         self.times: list[float] = []
         self._waiting = False
         self._in_flight: set[int] = set()
@@ -49,7 +52,13 @@ class StoreSink:
         self._freed = int(disk.get("freed", 0) or 0)  # bytes pruned or never kept (duplicates)
 
     def elapsed_s(self) -> float:
-        return self.prior_elapsed + time.monotonic() - self.started_mono
+        """Tuning time over every run, waits for the device excluded (the time budget's clock)."""
+        return self.prior_elapsed + time.monotonic() - self.started_mono - self.waited_s
+
+    def waited(self, seconds: float) -> None:
+        """Time spent waiting for the device (``engine.loop.held``), reported separately."""
+        self.waited_s += max(0.0, seconds)
+        self._running()
 
     def stop_requested(self) -> bool:
         return self.tuner.ws.stop_requested()
@@ -84,7 +93,7 @@ class StoreSink:
             eta_s=0.0 if finished else eta, started_at=now - self.elapsed_s(),
             finished_at=now if finished else None, heartbeat=now,
             rounds_done=rounds[0] if rounds else None, rounds_total=rounds[1] if rounds else None,
-            elapsed_s=self.elapsed_s(), last=last,
+            elapsed_s=self.elapsed_s(), waited_s=self.prior_waited + self.waited_s, last=last,
         )
         self.store.set_progress(progress)
         if finished:  # the study has its winner (or none): --keep-artifacts applied for good
@@ -132,6 +141,11 @@ class StoreSink:
         self.store.set_status(StudyStatus.WAITING, message)
         self.store.set_meta("waiting", message)
         self.store.add_event("waiting", {"message": message})
+        if self.tuner.progress_cb is not None:  # the CLI says so too
+            import dataclasses
+
+            self.tuner.progress_cb(dataclasses.replace(self.store.progress(), phase="waiting",
+                                                       current=message, eta_s=None))
 
     def _running(self) -> None:
         if self._waiting:

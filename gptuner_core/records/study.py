@@ -58,7 +58,8 @@ class Progress:
     number, never below ``done``; ``phase`` is ``build``, ``measure``, ``drift``,
     ``revalidation``, ``idle`` or ``done``; ``rounds_done``/``rounds_total`` report
     re-validation rounds; ``heartbeat`` is the wall time of the last update; ``elapsed_s`` the
-    tuning time over every run of the study (time budgets cover the whole study).
+    tuning time over every run of the study (time budgets cover the whole study); ``waited_s``
+    the time spent waiting for a device another study held (never counted as tuning time).
     """
 
     done: int
@@ -73,6 +74,7 @@ class Progress:
     rounds_done: int | None = None
     rounds_total: int | None = None
     elapsed_s: float = 0.0
+    waited_s: float = 0.0
     last: CandidateRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
