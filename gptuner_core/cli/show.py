@@ -26,7 +26,9 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
             "config": store.config(),
             "disk_use": store.get_meta("disk_use"),
         }
+        sd = _process_sd(store, records)
     shaped = any(r.extra.get("shapes") for r in records)
+    meta["process_sd"] = sd
     meta["objective"] = next((r.extra.get("shape_objective") for r in records if r.extra.get("shapes")), None)
     eligible = sorted(  # several shapes: by the objective's speed-up, else by median latency
         (r for r in records if r.eligible),
@@ -52,12 +54,36 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
             f"{lat.median_ms:.4f}" if lat else "",
             f"{r.speedup:.3f}x" if r.speedup else "",
             ci,
+            _across(r, sd),
             acc,
             r.requested_route or "(default)",
             (r.error or "")[:80],
             *([_per_shape(r)] if shaped else []),
         ])
     return meta, rows
+
+
+def _process_sd(store: object, records: list) -> float | None:
+    """The default route's process-to-process log spread in this study (``None`` below 3)."""
+    from gptuner_core.measurement.process_spread import default_process_medians
+    from gptuner_core.measurement.process_spread import process_sd
+
+    default = next((r for r in records if r.number == 0), None)
+    medians = default_process_medians(
+        default.latency.median_ms if default is not None and default.latency else None,
+        [e.payload for e in store.events("baseline")],  # type: ignore[attr-defined]
+        [e.payload for e in store.events("revalidation")])  # type: ignore[attr-defined]
+    return process_sd(medians)
+
+
+def _across(r: object, sd: float | None) -> str:
+    """The screening speed-up's 95% interval with process-to-process variation included."""
+    from gptuner_core.measurement.process_spread import widened_interval
+
+    if sd is None or not r.speedup or r.number == 0:  # type: ignore[attr-defined]
+        return ""
+    lo, hi = widened_interval(r.speedup, r.speedup_ci, sd)  # type: ignore[attr-defined]
+    return f"[{lo:.3f}, {hi:.3f}]"
 
 
 def _verdict_marks(winner: dict | None) -> dict[int, str]:
@@ -104,7 +130,7 @@ def print_ranking(study: str | Path, limit: int | None = None, *, verdict: bool 
     objective = meta.get("objective")
     print(f"{SCREENING}:")
     header = ["rank", "#", "verdict", "state", "median ms", "screening speedup", "screening spread",
-              "accuracy", "route", "error"]
+              "screening 95% across processes", "accuracy", "route", "error"]
     if objective:  # several shapes: the speed-up is the objective's, the latency the first shape's
         header[4:6] = ["median ms (1st shape)", f"screening speedup ({objective})"]
         header.append("per shape")
@@ -113,6 +139,9 @@ def print_ranking(study: str | Path, limit: int | None = None, *, verdict: bool 
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     for r in shown:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if meta.get("process_sd") is None:
+        print("(screening spread: within one process; no 95% interval across processes until the "
+              "default route has been measured in 3 processes: drift sentinels or re-validation)")
     if limit is not None and len(rows) > limit:
         print(f"... {len(rows) - limit} more (gptuner show {study})")
 

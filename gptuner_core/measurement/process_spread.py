@@ -33,3 +33,15 @@ def widened_interval(point: float, ci: tuple[float, float] | None, sd: float | N
     half = math.sqrt(within**2 + between**2)
     centre = math.log(point)
     return math.exp(centre - half), math.exp(centre + half)
+
+
+def default_process_medians(default_median_ms: float | None, baselines: Sequence[dict],
+                            revalidations: Sequence[dict]) -> list[float]:
+    """The default route's per-process medians in a study: its screening process, each drift
+    sentinel (``baseline`` events) and each re-validation round (``revalidation`` events)."""
+    out = [default_median_ms] if default_median_ms else []
+    out += [float(b["median_ms"]) for b in baselines if b.get("median_ms")]
+    for rev in revalidations:
+        default = str(rev.get("default", 0))
+        out += [float(m) for m in (rev.get("round_medians") or {}).get(default, []) if m]
+    return out
