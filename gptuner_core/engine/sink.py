@@ -45,6 +45,7 @@ class StoreSink:
         self.waited_s = 0.0  # this run's time waiting for the device: not tuning time
         self.device_wait_s = tuner.config.device_wait_s
         self.times: list[float] = []
+        self._history: list[CandidateRecord] = []
         self._waiting = False
         self._in_flight: set[int] = set()
         disk = store.get_meta("disk_use") or {}
@@ -54,6 +55,18 @@ class StoreSink:
     def elapsed_s(self) -> float:
         """Tuning time over every run, waits for the device excluded (the time budget's clock)."""
         return self.prior_elapsed + time.monotonic() - self.started_mono - self.waited_s
+
+    def reserve_s(self) -> float:
+        """Time the screening leaves for re-validation's first look (``engine.eta``); the loop's
+        time budget ends screening that much earlier, so the study ends near its budget."""
+        from gptuner_core.engine.eta import per_route_s
+        from gptuner_core.engine.eta import reserve_s
+
+        cfg = self.tuner.config
+        history = getattr(self, "_history", [])
+        per_route = per_route_s([r.measure_time_s or 0.0 for r in history if r.latency is not None])
+        contenders = sum(1 for r in history if r.eligible and r.number != 0)
+        return reserve_s(per_route, cfg.revalidate_top_k, contenders, min(4, max(cfg.revalidate_rounds, 2)))
 
     def waited(self, seconds: float) -> None:
         """Time spent waiting for the device (``engine.loop.held``), reported separately."""
@@ -75,11 +88,16 @@ class StoreSink:
         last: CandidateRecord | None, *, rounds: tuple[int, int] | None = None,
         finished: bool = False,
     ) -> None:
+        from gptuner_core.engine.eta import eta_s
+
         done = len(history)
         total = self._planned(done)
-        eta = None
-        if self.times and total is not None:
-            eta = max(total - done, 0) * (sum(self.times) / len(self.times))
+        self._history = history
+        eta = eta_s(done=done, total=total, reserve=self.reserve_s(),
+                    per_candidate=sum(self.times) / len(self.times) if self.times else None,
+                    elapsed=self.elapsed_s(), time_budget=self.tuner.config.time_budget_s)
+        if phase == "revalidation":
+            eta = None  # Live shows the rounds themselves
         now = time.time()
         # screening's best while screening; once decided, the verdict's own speed-up (1.0 when
         # the default is kept): the stored progress never outlives the verdict with a screening
@@ -176,6 +194,7 @@ class StoreSink:
 
             self._freed += trim_folder(self.tuner.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
         self.store.put_candidate(rec)
+        self._history = history
         self._keep_artifacts(history)
         self.report(history, "", "idle", rec)
 

@@ -144,6 +144,9 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     thr = 1.0 + plan.min_effect
     if verdict is Verdict.WINNER:
         return f"route #{winner} is faster than the default: {est[winner]} ({how})"
+    if rounds == 0:
+        return ("inconclusive: the time budget was spent before re-validation could measure a "
+                "round; keeping the default route")
     if best is None:
         return (
             "inconclusive: every re-measured candidate failed; keeping the default route"
@@ -221,6 +224,7 @@ def revalidate_sequential(
     seed: int = 0,
     on_round: Callable[[int, int, tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    per_route_hint_s: float | None = None,
 ) -> SequentialResult:
     """Re-measure ``contenders`` against ``default`` in interleaved rounds until each is decided.
 
@@ -234,6 +238,9 @@ def revalidate_sequential(
         seed: seed of the per-round random order.
         on_round: called after each round with ``(rounds_done, max_rounds, undecided)``.
         clock: seconds, for the time budget.
+        per_route_hint_s: one route's measurement, estimated before any round (screening's):
+            with ``max_time_s``, a first round that would not finish in time is not started
+            (the study's time budget is kept; the verdict is inconclusive after 0 rounds).
 
     Returns:
         A :class:`SequentialResult`; its ``verdict`` is winner / not_faster / inconclusive.
@@ -265,8 +272,8 @@ def revalidate_sequential(
         if not active:
             stop_reason = "decided"
             break
-        if plan.max_time_s is not None and measured_s:
-            per_route = float(np.mean(measured_s))
+        if plan.max_time_s is not None and (measured_s or per_route_hint_s):
+            per_route = float(np.mean(measured_s)) if measured_s else float(per_route_hint_s or 0.0)
             if clock() - t0 + per_route * (1 + len(active)) > plan.max_time_s:
                 stop_reason = "max_time"
                 break

@@ -88,6 +88,9 @@ def sentence(w: Winner) -> str:
         return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
                 f"re-measured against it in {_rounds(w.rounds)} of fresh processes.")
     lead = _leader(w)
+    if v == "inconclusive" and not w.rounds:
+        return ("No route was re-measured before the time budget ran out, so the default is kept. "
+                "A larger --time-budget would let re-validation decide.")
     if v == "inconclusive":
         first = (f"No route was shown faster after {_rounds(w.rounds)} of re-measurement, "
                  "so the default is kept")
