@@ -56,9 +56,11 @@ class StoreSink:
         """Tuning time over every run, waits for the device excluded (the time budget's clock)."""
         return self.prior_elapsed + time.monotonic() - self.started_mono - self.waited_s
 
-    def reserve_s(self) -> float:
+    def reserve_s(self, rounds: int | None = None) -> float:
         """Time the screening leaves for re-validation's first look (``engine.eta``); the loop's
-        time budget ends screening that much earlier, so the study ends near its budget."""
+        time budget ends screening that much earlier, so the study ends near its budget. With
+        ``rounds`` (the ETA's): the time of that many rounds, the round budget, so the ETA errs
+        on the side of finishing early."""
         from gptuner_core.engine.eta import per_route_s
         from gptuner_core.engine.eta import reserve_s
 
@@ -66,7 +68,8 @@ class StoreSink:
         history = getattr(self, "_history", [])
         per_route = per_route_s([r.measure_time_s or 0.0 for r in history if r.latency is not None])
         contenders = sum(1 for r in history if r.eligible and r.number != 0)
-        return reserve_s(per_route, cfg.revalidate_top_k, contenders, min(4, max(cfg.revalidate_rounds, 2)))
+        first_look = min(4, max(cfg.revalidate_rounds, 2))
+        return reserve_s(per_route, cfg.revalidate_top_k, contenders, rounds or first_look)
 
     def waited(self, seconds: float) -> None:
         """Time spent waiting for the device (``engine.loop.held``), reported separately."""
@@ -93,7 +96,7 @@ class StoreSink:
         done = len(history)
         total = self._planned(done)
         self._history = history
-        eta = eta_s(done=done, total=total, reserve=self.reserve_s(),
+        eta = eta_s(done=done, total=total, reserve=self.reserve_s(rounds=self.tuner.config.revalidate_rounds),
                     per_candidate=sum(self.times) / len(self.times) if self.times else None,
                     elapsed=self.elapsed_s(), time_budget=self.tuner.config.time_budget_s)
         if phase == "revalidation":
