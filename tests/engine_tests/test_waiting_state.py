@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 from gptuner_core.device_lock import DeviceLock
@@ -31,69 +30,74 @@ def _tune(model, dataset, study, env, *extra: str) -> subprocess.Popen:
                             text=True)
 
 
-def _env(tmp_path):
-    return {**os.environ, "PYTHONPATH": str(REPO), "GPTUNER_LOCK_DIR": str(tmp_path / "locks")}
+def _env(locks):
+    return {**os.environ, "PYTHONPATH": str(REPO), "GPTUNER_LOCK_DIR": str(locks)}
 
 
-def _other_study(tmp_path) -> DeviceLock:
-    (tmp_path / "locks").mkdir(exist_ok=True)
-    lock = DeviceLock(measuring_devices("cpu"), study="X", directory=tmp_path / "locks")
+def _other_study(locks) -> DeviceLock:
+    locks.mkdir(exist_ok=True)
+    lock = DeviceLock(measuring_devices("cpu"), study="X", directory=locks)
     assert lock.acquire(timeout=5)
     return lock
 
 
-def test_waiting_is_said_and_not_counted_against_the_time_budget(tmp_path, tiny_model, tiny_dataset):
-    lock = _other_study(tmp_path)
-    release = threading.Timer(4.0, lock.release)  # the other study holds the CPU longer than the budget
-    release.start()
+def _status(study) -> str | None:
+    if not (study / "study.sqlite").is_file():
+        return None
+    with open_store(study, readonly=True) as store:
+        status = store.status()
+    return status.value if status is not None else None
+
+
+def test_waiting_is_a_state(tmp_path, tiny_model, tiny_dataset):
+    """Three real tuners at once (the wall time of one): A waits for a device held 4 s, longer
+    than its 2 s time budget; B gives up after --device-wait 1; C is stopped while it waits.
+    B's and C's device stays held throughout: a wait that ignored the bound or the stop would
+    never end."""
+    from gptuner_core.engine.process.launch import request_stop
+
+    lock_a, lock_bc = _other_study(tmp_path / "locks_a"), _other_study(tmp_path / "locks_bc")
     try:
-        proc = _tune(tiny_model, tiny_dataset, tmp_path / "s", _env(tmp_path), "--time-budget", "2")
-        out, err = proc.communicate(timeout=180)
+        a = _tune(tiny_model, tiny_dataset, tmp_path / "a", _env(tmp_path / "locks_a"), "--time-budget", "2")
+        b = _tune(tiny_model, tiny_dataset, tmp_path / "b", _env(tmp_path / "locks_bc"),
+                  "--device-wait", "1", "--time-budget", "1")
+        c = _tune(tiny_model, tiny_dataset, tmp_path / "c", _env(tmp_path / "locks_bc"))
+        waiting: dict[str, float] = {}
+        for _ in range(1200):  # A is let go 2.5 s into its wait (beyond its 2 s budget); C stopped
+            now = time.monotonic()
+            for name in ("a", "c"):
+                if name not in waiting and _status(tmp_path / name) == "waiting":
+                    waiting[name] = now
+                    if name == "c":
+                        request_stop(tmp_path / "c")
+            if "a" in waiting and now - waiting["a"] >= 2.5 and lock_a.locked:
+                lock_a.release()
+            if "c" in waiting and not lock_a.locked:
+                break
+            time.sleep(0.1)
+        (out_a, err_a), (out_b, err_b), (out_c, err_c) = (p.communicate(timeout=180) for p in (a, b, c))
     finally:
-        release.join()
-    assert proc.returncode == 0, err
-    assert "waiting for device cpu" in err and "held by study X since " in err  # the CLI says so
-    with open_store(tmp_path / "s", readonly=True) as store:
-        recs, progress, winner = store.candidates(), store.progress(), store.winner()
-        assert store.status().value == "finished"
-    assert len(recs) >= 1  # the wait did not spend the budget
-    assert progress.waited_s > 0 and progress.elapsed_s < progress.waited_s + progress.elapsed_s
-    assert "waiting for the device, not counted against --time-budget" in out
+        lock_a.release()
+        lock_bc.release()
+
+    # A: the CLI said who held the device since when; the wait did not spend the time budget
+    assert a.returncode == 0, err_a
+    assert "waiting for device cpu" in err_a and "held by study X since " in err_a
+    assert "waiting for the device, not counted against --time-budget" in out_a
+    with open_store(tmp_path / "a", readonly=True) as store:
+        assert store.status().value == "finished" and len(store.candidates()) >= 1
+        progress, winner = store.progress(), store.winner()
+    assert progress.waited_s > 0
     assert winner is not None and progress.best_speedup == winner.speedup  # the verdict's number
 
-
-def test_device_wait_bounds_the_wait_and_never_ends_finished(tmp_path, tiny_model, tiny_dataset):
-    lock = _other_study(tmp_path)
-    try:
-        proc = _tune(tiny_model, tiny_dataset, tmp_path / "s", _env(tmp_path), "--device-wait", "1",
-                     "--time-budget", "1")
-        out, err = proc.communicate(timeout=120)
-    finally:
-        lock.release()
-    assert proc.returncode == 1, out + err
-    with open_store(tmp_path / "s", readonly=True) as store:
+    # B: --device-wait bounds the wait; it fails naming the holder, never "finished" with nothing
+    assert b.returncode == 1, out_b + err_b
+    with open_store(tmp_path / "b", readonly=True) as store:
         assert store.status().value == "failed" and store.candidates() == []
         message = store.get_meta("status_message")
     assert "--device-wait 1 s" in message and "held by study X" in message
 
-
-def test_stop_while_waiting_acts_at_once(tmp_path, tiny_model, tiny_dataset):
-    """The lock stays held for the whole test: a stop that waited for it would never end."""
-    from gptuner_core.engine.process.launch import request_stop
-
-    lock = _other_study(tmp_path)
-    try:
-        proc = _tune(tiny_model, tiny_dataset, tmp_path / "s", _env(tmp_path))
-        for _ in range(600):
-            if (tmp_path / "s" / "study.sqlite").is_file():
-                with open_store(tmp_path / "s", readonly=True) as store:
-                    if store.status() is not None and store.status().value == "waiting":
-                        break
-            time.sleep(0.1)
-        request_stop(tmp_path / "s")
-        out, err = proc.communicate(timeout=60)
-    finally:
-        lock.release()
-    with open_store(tmp_path / "s", readonly=True) as store:
-        assert store.status().value == "stopped", out + err
+    # C: Stop acts at once while waiting
+    with open_store(tmp_path / "c", readonly=True) as store:
+        assert store.status().value == "stopped", out_c + err_c
         assert "stopped on request while waiting for the device" in store.get_meta("status_message")
