@@ -61,7 +61,7 @@ if snap is None:
 launcher_alive = is_running(study)  # tuner.pid written by the launcher (covers a fresh resume)
 alive = pid_alive(snap.meta.get("pid")) or launcher_alive
 status = views.effective_status(snap.meta.get("status"), alive)
-if status != "running" and launcher_alive:
+if status not in ("running", "waiting") and launcher_alive:
     status = "starting"
 running = status in ("running", "starting", "waiting")  # waiting: refreshes, and Stop acts at once
 
@@ -75,7 +75,7 @@ def live_panel() -> None:
         return
     launcher = is_running(study)
     now_status = views.effective_status(s.meta.get("status"), pid_alive(s.meta.get("pid")) or launcher)
-    if now_status != "running" and launcher:
+    if now_status not in ("running", "waiting") and launcher:
         now_status = "starting"
     if now_status != status:
         st.rerun(scope="app")

@@ -78,7 +78,7 @@ def results() -> None:
             st.caption(f"At this ε the fastest eligible route is #{int(best['number'])}; re-validate "
                        "it before relying on it (the stored winner was decided at the configured ε).")
     else:
-        m[4].metric("Best", "—")
+        m[4].metric("Screening fastest", "—")
         st.warning("No eligible candidate at this ε.")
     render_tabs(study, s, ranked, epsilon=epsilon if gate_on else None, metric=metric,
                 winner=recommended(win))

@@ -138,3 +138,26 @@ def test_show_gives_the_screening_interval_across_processes(study, winner, capsy
     (within, across) = [tuple(map(float, m)) for m in re.findall(r"\[([\d.]+), ([\d.]+)\]", row)][:2]
     assert not within[0] <= winner.best_speedup <= within[1]
     assert across[0] <= winner.best_speedup <= across[1]
+
+
+def test_waiting_is_shown_on_overview_and_live_with_stop(tmp_path, monkeypatch):
+    """Item 4: a study waiting for its device says so on Overview and Live (refreshing, with
+    Stop), never as a frozen progress line. The tuner pid is this live test process."""
+    import os
+
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
+
+    study = write_synthetic_study(tmp_path / "ws" / "waits", 6, seed=2, status="waiting", write_logs=False)
+    message = "waiting for device cpu0, held by study X since 12:03 (pid 4242)"
+    with open_store(study) as store:
+        store.set_meta("status_message", message)
+        store.set_meta("pid", os.getpid())
+    at = _page(study, monkeypatch, None)
+    row = at.dataframe[0].value.iloc[0]
+    assert row["status"] == "waiting" and message in row["message"]
+    at.switch_page("pages/3_Live.py").run()
+    assert not at.exception, at.exception
+    assert any("status: **waiting**" in m.value and message in m.value for m in at.markdown)
+    stop = next(b for b in at.button if b.key == "live_stop")
+    stop.click().run()
+    assert (study / "stop").exists()
