@@ -23,7 +23,7 @@ METRICS = ("l0", "l1", "l2", "lInf", "cos")
 FLAGS = {
     "batch_size": "--batch-size", "epsilon": "--epsilon", "atol": "--atol", "rtol": "--rtol",
     "max_task_drop": "--max-task-drop", "max_candidates": "--max-candidates",
-    "time_budget_s": "--time-budget", "target_speedup": "--target-speedup",
+    "time_budget_s": "--time-budget", "target_speedup": "--target-speedup", "device_wait_s": "--device-wait",
     "build_timeout_s": "--build-timeout", "measure_timeout_s": "--measure-timeout",
     "revalidate_top_k": "--revalidate-top-k", "revalidate_rounds": "--revalidate-rounds",
     "min_effect": "--min-effect", "drift_every": "--drift-every", "seed": "--seed",
@@ -187,6 +187,7 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "seed", low=0, low_ok=True, integer=True)
     _check_number(cfg, "max_candidates", low=1, low_ok=True, integer=True, optional=True)
     _check_number(cfg, "time_budget_s", low=0, low_ok=False, optional=True)
+    _check_number(cfg, "device_wait_s", low=0, low_ok=True, optional=True)
     _check_number(cfg, "target_speedup", low=0, low_ok=False, optional=True)
     _check_number(cfg, "build_timeout_s", low=0, low_ok=False)
     _check_number(cfg, "measure_timeout_s", low=0, low_ok=False)
@@ -232,7 +233,10 @@ class StudyConfig:
         batch_size: rows per inference for accuracy and for the latency measurement.
         metric/atol/rtol/epsilon: the element-wise accuracy gate (``epsilon=None`` disables it).
         task_metric/max_task_drop: ``"top1"`` or ``"module:function"`` and the allowed drop.
-        max_candidates/time_budget_s/target_speedup: budgets (``None`` = unlimited).
+        max_candidates/time_budget_s/target_speedup: budgets (``None`` = unlimited); time spent
+            waiting for a device another study holds is not tuning time (``Progress.waited_s``).
+        device_wait_s: the longest wait for that device at one time (``None``: for ever); past
+            it the study fails, saying who holds the device.
         build_timeout_s/measure_timeout_s: per-candidate timeouts (separate phases).
         measurement: keyword arguments of ``measurement.SamplingSettings``.
         revalidate_top_k/revalidate_rounds/min_effect: sequential interleaved re-validation before a
@@ -277,6 +281,7 @@ class StudyConfig:
     max_candidates: int | None = None
     time_budget_s: float | None = None
     target_speedup: float | None = None
+    device_wait_s: float | None = None
     build_timeout_s: float = 600.0
     measure_timeout_s: float = 300.0
     measurement: dict[str, Any] = field(default_factory=dict)

@@ -139,11 +139,10 @@ class Waiting:
     @property
     def message(self) -> str:
         if self.holder is None:
-            return f"waiting for device {self.device} (held by another process)"
-        return (
-            f"waiting for device {self.device} (held by study {self.holder.study}, "
-            f"pid {self.holder.pid})"
-        )
+            return f"waiting for device {self.device}, held by another process"
+        since = time.strftime("%H:%M", time.localtime(self.holder.since))
+        return (f"waiting for device {self.device}, held by study {self.holder.study} since {since} "
+                f"(pid {self.holder.pid})")
 
 
 def read_holder(device: str, directory: Path | None = None) -> LockHolder | None:
@@ -243,11 +242,13 @@ class DeviceLock:
         *,
         on_wait: Callable[[Waiting], None] | None = None,
         poll_s: float = 0.25,
+        should_stop: Callable[[], bool] | None = None,
     ) -> bool:
         """Take every device, waiting up to ``timeout`` s (``None``: for ever); True when held.
 
         ``on_wait`` is called when the wait starts and whenever the busy device or its holder
-        changes (not on every poll).
+        changes (not on every poll); ``should_stop`` is asked at every poll, and a True ends the
+        wait at once (False returned: a Stop never waits for another study's candidate).
         """
         if self._fds:
             return True
@@ -258,7 +259,7 @@ class DeviceLock:
             if busy is None:
                 return True
             waited = time.monotonic() - start
-            if timeout is not None and waited >= timeout:
+            if (timeout is not None and waited >= timeout) or (should_stop is not None and should_stop()):
                 return False
             if on_wait is not None:
                 holder = read_holder(busy, self.directory)

@@ -67,6 +67,15 @@ class DeviceBusyError(GptunerError, TimeoutError):
     """A measuring device stayed locked by another study longer than the caller would wait."""
 
 
+class DeviceWaitEnded(DeviceBusyError):
+    """A study stopped waiting for its measuring device: ``--device-wait`` ran out, or a Stop
+    was requested while it waited (``stopped``)."""
+
+    def __init__(self, message: str, *, stopped: bool = False) -> None:
+        super().__init__(message)
+        self.stopped = stopped
+
+
 class ProfileError(GptunerError, ValueError):
     """A per-layer profile could not be captured, read or compared."""
 

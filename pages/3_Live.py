@@ -14,7 +14,6 @@ from gptuner_core.dashboard.trust import code_references
 from gptuner_core.dashboard.workspace import pid_alive
 from gptuner_core.engine.process.launch import is_running
 from gptuner_core.errors import GptunerError
-from gptuner_core.records import Winner
 from gptuner_core.views.explore import landing_figure
 
 
@@ -62,9 +61,9 @@ if snap is None:
 launcher_alive = is_running(study)  # tuner.pid written by the launcher (covers a fresh resume)
 alive = pid_alive(snap.meta.get("pid")) or launcher_alive
 status = views.effective_status(snap.meta.get("status"), alive)
-if status != "running" and launcher_alive:
+if status not in ("running", "waiting") and launcher_alive:
     status = "starting"
-running = status in ("running", "starting")
+running = status in ("running", "starting", "waiting")  # waiting: refreshes, and Stop acts at once
 
 
 @st.fragment(run_every=2.0 if running else None)
@@ -76,13 +75,14 @@ def live_panel() -> None:
         return
     launcher = is_running(study)
     now_status = views.effective_status(s.meta.get("status"), pid_alive(s.meta.get("pid")) or launcher)
-    if now_status != "running" and launcher:
+    if now_status not in ("running", "waiting") and launcher:
         now_status = "starting"
     if now_status != status:
         st.rerun(scope="app")
     (st.error if now_status == "failed" else st.markdown)(
         f"**{study.name}** — status: **{now_status}**"
         + (f" · {s.meta['status_message']}" if s.meta.get("status_message") else ""))
+    widgets.verdict_banner(s.meta)  # the verdict first, once there is one
     reval_dir = study / "revalidation"
     reval = views.revalidation_progress(
         [p.name for p in reval_dir.iterdir()] if reval_dir.is_dir() else [],
@@ -99,13 +99,9 @@ def live_panel() -> None:
                          task_metric=s.config.get("task_metric"),
                          max_drop=s.config.get("max_task_drop"))
     best = views.winner(ranked)
-    c4.metric("Screening best so far", "—" if best is None else f"{best['speedup']:.3f}x",
+    c4.metric("Screening fastest so far", "—" if best is None else f"{best['speedup']:.3f}x",
               None if best is None else f"#{int(best['number'])} · {best['median_ms']:.4g} ms",
               delta_color="off")
-    win = s.meta.get("winner")
-    if win:
-        verdict = Winner.from_json(win)
-        (st.success if verdict.significant else st.info)(f"**Verdict: {verdict.headline()}** — {verdict.message}")
     if len(ranked):
         st.plotly_chart(landing_figure(ranked), key="live_chart")
     fails = views.recent_failures(s.records)

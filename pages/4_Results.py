@@ -15,7 +15,7 @@ from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.inputs import parse_number
 from gptuner_core.dashboard.results import render_tabs
 from gptuner_core.dashboard.workspace import pid_alive
-from gptuner_core.records import Winner
+from gptuner_core.records.verdict_text import recommended
 
 
 ws = widgets.page_setup("Results", "📊")
@@ -61,30 +61,27 @@ def results() -> None:
     counts = ranked["category"].value_counts()
     c3.caption(f"configured ε: {cfg.get('epsilon')} · now: {epsilon if gate_on else 'off'} — the "
                "eligible set and the winner are re-ranked from the stored losses, nothing is re-run.")
+    win = s.meta.get("winner") or {}
+    widgets.verdict_banner(s.meta)  # the verdict first; screening figures after it, labelled
     m = st.columns(5)
     m[0].metric("Candidates", len(ranked))
     m[1].metric(views.ELIGIBLE, int(counts.get(views.ELIGIBLE, 0)))
     m[2].metric(views.ACCURACY_FAILED, int(counts.get(views.ACCURACY_FAILED, 0)))
     m[3].metric(views.FAILED, int(counts.get(views.FAILED, 0)))
-    win = s.meta.get("winner") or {}
     if best is not None:
         ci = (best["speedup_ci_low"], best["speedup_ci_high"])
-        ci_text = f"CI {ci[0]:.3f}–{ci[1]:.3f}" if not any(map(math.isnan, ci)) else "no CI"
-        m[4].metric(f"Screening best: #{int(best['number'])}", f"{best['speedup']:.3f}x", ci_text,
-                    delta_color="off")
+        ci_text = f"spread {ci[0]:.3f}–{ci[1]:.3f}" if not any(map(math.isnan, ci)) else "no spread"
+        m[4].metric(f"Screening fastest: #{int(best['number'])}", f"{best['speedup']:.3f}x",
+                    f"{ci_text} · one process, not the verdict", delta_color="off")
         st.code(best["route"] or "(default route)", language="bash")
-        if win:
-            # the tuner's verdict after interleaved re-validation in fresh processes
-            verdict = Winner.from_json(win)
-            (st.success if verdict.significant else st.info)(f"**Verdict: {verdict.headline()}** — {verdict.message}")
         if gate_on and epsilon != cfg.get("epsilon") and win.get("number") not in (None, int(best["number"])):
             st.caption(f"At this ε the fastest eligible route is #{int(best['number'])}; re-validate "
                        "it before relying on it (the stored winner was decided at the configured ε).")
     else:
-        m[4].metric("Best", "—")
+        m[4].metric("Screening fastest", "—")
         st.warning("No eligible candidate at this ε.")
     render_tabs(study, s, ranked, epsilon=epsilon if gate_on else None, metric=metric,
-                winner=win.get("number"))
+                winner=recommended(win))
 
 
 results()

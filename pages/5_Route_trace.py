@@ -19,6 +19,7 @@ from gptuner_core.errors import GptunerError
 ws = widgets.page_setup("Route trace", "🔎")
 st.title("Route trace")
 study, snap = widgets.require_snapshot(ws)
+widgets.verdict_banner(snap.meta)
 if not snap.records:
     st.info(f"**{study.name}** has no candidates yet.")
     st.stop()

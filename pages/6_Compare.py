@@ -14,7 +14,6 @@ from gptuner_core.dashboard.explain import render_layer_diff
 from gptuner_core.engine import pairwise
 from gptuner_core.engine import pairwise_jobs
 from gptuner_core.errors import GptunerError
-from gptuner_core.records import Winner
 from gptuner_core.records.confidence import percent
 from gptuner_core.views import compare as cmp_views
 from gptuner_core.views.picker import MAX_OPTIONS
@@ -29,6 +28,7 @@ if mode == "Studies":
     compare_studies(ws)
     st.stop()
 study, snap = widgets.require_snapshot(ws)
+widgets.verdict_banner(snap.meta)  # the verdict first
 if len(snap.records) < 2:
     st.info(f"**{study.name}** needs at least two candidates to compare.")
     st.stop()
@@ -55,8 +55,6 @@ if len(picked) < 2:
     st.info("Pick at least two candidates.")
     st.stop()
 recs = [r for r in (data.candidate(study, n) for n in picked) if r is not None]
-if snap.meta.get("winner"):
-    st.caption(f"Study verdict: **{Winner.from_json(snap.meta['winner']).headline()}**")
 
 st.subheader("Routes (differences highlighted)")
 routes = {f"#{r.number}": r.effective_route or r.requested_route for r in recs}

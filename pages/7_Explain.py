@@ -14,6 +14,7 @@ from gptuner_core.dashboard import widgets
 ws = widgets.page_setup("Explain", "🧭")
 st.title("Explain")
 study, snap = widgets.require_snapshot(ws)
+widgets.verdict_banner(snap.meta)
 if not snap.records:
     st.info(f"**{study.name}** has no candidates yet.")
     st.stop()
@@ -34,8 +35,6 @@ base_number = widgets.candidate_picker(snap.records, label="Against", key=f"ex_b
 if number is None or base_number is None:
     st.stop()
 state.put(state.CANDIDATE, number)
-if win is not None:
-    st.caption(f"Study winner: #{win} — {(snap.meta.get('winner') or {}).get('message', '')}")
 
 expl = ex.explanation(study, number)
 if expl is None:

@@ -79,7 +79,7 @@ def test_second_study_waits_then_gets_the_device(tmp_path: Path) -> None:
     released_a = next(e["t"] for e in ev_a if e["event"] == "released")
     acquired_b = next(e for e in ev_b if e["event"] == "acquired")
     assert acquired_b["t"] >= released_a
-    assert acquired_b["waits"] == [f"waiting for device cpu0 (held by study studies/A, pid {a.pid})"]
+    assert acquired_b["waits"] == [f"waiting for device cpu0, held by study studies/A since {time.strftime('%H:%M', time.localtime(holder.since))} (pid {a.pid})"]
     assert read_holder("cpu0", tmp_path) is None
 
 
@@ -130,7 +130,7 @@ def test_held_times_out_with_a_clear_error_and_holders_are_readable_in_process(t
     with first.held():
         assert read_holder("cpu0", tmp_path).pid == os.getpid()
         assert read_holder("cpu0", tmp_path).pid == os.getpid()  # reading twice keeps it
-        with pytest.raises(DeviceBusyError, match=r"still busy after 0.1 s \(waiting for device cpu0 \(held by study A"):
+        with pytest.raises(DeviceBusyError, match=r"still busy after 0.1 s \(waiting for device cpu0, held by study A since \d\d:\d\d"):
             with DeviceLock(["cpu0"], study="B", directory=tmp_path).held(timeout=0.1):
                 pass
     assert read_holder("cpu0", tmp_path) is None

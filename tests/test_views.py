@@ -266,7 +266,7 @@ class TestStudies:
         )
         row = views.studies_frame([s]).iloc[0]
         assert row["model"] == "cnn.onnx" and row["candidates"] == "5/7"
-        assert row["verdict"] == "winner #3: 1.250x [1.200, 1.300]"
+        assert row["verdict"] == "winner: route #3, 1.250x faster [1.200, 1.300]"
         assert row["stale"].startswith("⚠")
 
     def test_live_progress(self) -> None:

@@ -39,6 +39,10 @@ class BundleCommand(Command):
 
         out = write_bundle(args.study, args.output)
         b = load_bundle(out)
+        from gptuner_core.cli.show import verdict_lines
+
+        for line in verdict_lines(b.winner):  # the verdict the bundle carries, first
+            print(line)
         print(f"bundle {out}: candidate #{b.candidate} route {b.route or '(default)'}; "
               f"{len(b.files)} files verified")
         if not b.timing_cache.get("included"):

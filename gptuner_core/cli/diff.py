@@ -21,7 +21,8 @@ def _latency(rec: CandidateRecord) -> str:
     lat = rec.latency
     if lat is None:
         return f"#{rec.number}: {rec.state.value}, no latency"
-    return f"#{rec.number}: median {lat.median_ms:.4g} ms (95% CI {lat.ci_low_ms:.4g}-{lat.ci_high_ms:.4g})"
+    return (f"#{rec.number}: screening median {lat.median_ms:.4g} ms "
+            f"(one process, spread {lat.ci_low_ms:.4g}-{lat.ci_high_ms:.4g})")
 
 
 def diff_lines(diff: LayerDiff, *, limit: int | None = 15) -> list[str]:
@@ -113,6 +114,12 @@ class DiffCommand(Command):
         a, b = by_number[args.a], by_number[args.b]
         diff = layer_diff(study, a, b)
         assert diff is not None  # both profiles exist now
+        from gptuner_core.cli.show import verdict_lines
+        from gptuner_core.storage import open_store
+
+        with open_store(study, readonly=True) as store:
+            for line in verdict_lines(store.get_meta("winner")):  # the study's answer first
+                print(line)
         print(_latency(a))
         print(_latency(b))
         for line in diff_lines(diff, limit=None if args.all else 15):

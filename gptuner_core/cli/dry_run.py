@@ -34,7 +34,9 @@ class DryRunCommand(Command):
     description = (
         "Parse a tunable expression with trtexec's grammar and print the route count, then\n"
         "the routes as '[i]:<route>' in trtexec's order. 'mixed' is refused, as by trtexec:\n"
-        "its phase 2 depends on measurements."
+        "its phase 2 depends on measurements. Every other strategy of 'gptuner tune' is\n"
+        "accepted: one that picks routes from measurements (fast_tpe, the default of tune,\n"
+        "tpe, gp, random, ...) is previewed by the number of builds it will spend."
     )
     value_options = ("--knob-db", "--backend", "--model", "--expr", "--expr-file")
 
@@ -45,7 +47,13 @@ class DryRunCommand(Command):
         source.add_argument(
             "--expr-file", metavar="FILE", help="expression file (lines joined with spaces)"
         )
-        parser.add_argument("--search", choices=("fast", "full", "mixed"), default="fast")
+        from gptuner_core.strategies import strategy_names
+
+        parser.add_argument("--search", choices=strategy_names(), default="fast",
+                            help="any strategy of 'gptuner tune' (default: fast, trtexec's order)")
+        parser.add_argument("--max-candidates", type=int, metavar="N",
+                            help="the candidate budget tune would get (caps the builds)")
+        parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
             "--limit", type=_non_negative, metavar="N", help="print at most N routes"
         )
@@ -59,6 +67,8 @@ class DryRunCommand(Command):
             expr = Expression.parse(args.expr, db)
         else:
             expr = Expression.from_file(args.expr_file, db)
+        if args.search not in ("fast", "full", "mixed"):
+            return _strategy_preview(expr, db, args)
         total = expr.count(args.search)
         if args.search == "mixed":
             msg = (
@@ -76,3 +86,33 @@ class DryRunCommand(Command):
         if shown < total:
             print(f"... {total - shown} more (--limit {args.limit})")
         return 0
+
+
+def _strategy_preview(expr, db, args: argparse.Namespace) -> int:  # noqa: ANN001
+    """A strategy that picks routes from measurements: the space and the builds it will spend."""
+    from gptuner_core.errors import GptunerError
+    from gptuner_core.strategies import get_strategy
+
+    if args.max_candidates is not None and args.max_candidates < 1:
+        msg = f"--max-candidates must be at least 1 (got {args.max_candidates})"
+        raise UsageError(msg)
+    space = expr.count("full")
+    try:
+        strategy = get_strategy(args.search, expr, seed=args.seed, db=db,
+                                budgeted=args.max_candidates is not None)
+    except GptunerError as exc:
+        raise UsageError(f"--search {args.search}: {exc}") from None
+    planned = strategy.planned()
+    cap = args.max_candidates
+    builds = min(planned or cap, cap) if cap is not None else planned
+    print(f"Expanded to {space} build route configurations")
+    if builds is None:
+        print(f"--search {args.search}: no fixed number of builds: it chooses routes as it goes "
+              "and runs until --max-candidates, --time-budget or its own "
+              "stopping rule")
+    else:
+        why = " (--max-candidates)" if cap is not None and builds == cap else ""
+        print(f"--search {args.search}: {builds} builds{why}, the default route included (the "
+              f"expression has {space} routes); it chooses routes as it goes, so they cannot be "
+              "listed in advance")
+    return 0

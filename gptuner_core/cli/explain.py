@@ -26,8 +26,10 @@ def explanation_lines(e: Explanation, *, limit: int = 15) -> list[str]:
 
     rec, base = e.record, e.baseline_record
     lines = [f"candidate #{rec.number} ({rec.state.value}) vs the default route #{base.number}"]
-    if rec.speedup is not None:
-        lines.append(f"speed-up {rec.speedup:.3f}x, 95% CI {_ci(rec.speedup_ci)}")
+    if rec.speedup is not None:  # after the verdict, labelled: never read as the study's answer
+        from gptuner_core.records.verdict_text import screening_label
+
+        lines.append(screening_label(rec.speedup, rec.speedup_ci))
     if not e.changed:
         lines.append("it sets every knob as the default route does (nothing to explain)")
     else:
@@ -115,6 +117,11 @@ class ExplainCommand(Command):
             pair = sorted({profiled_number(facts.records[0]), profiled_number(by_number[number])})
             if len(pair) == 2:
                 ensure_profiles(study, pair, capture=True, runs=args.runs)
-        for line in explanation_lines(explain(study, number, facts=facts)):
+        from gptuner_core.cli.show import verdict_lines
+        from gptuner_core.storage import open_store
+
+        with open_store(study, readonly=True) as store:
+            stored = store.get_meta("winner")
+        for line in [*verdict_lines(stored), *explanation_lines(explain(study, number, facts=facts))]:
             print(line)
         return 0

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gptuner_core.cli._base import Command
+from gptuner_core.records.verdict_text import SCREENING
 
 
 def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
@@ -25,13 +26,16 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
             "config": store.config(),
             "disk_use": store.get_meta("disk_use"),
         }
+        sd = _process_sd(store, records)
     shaped = any(r.extra.get("shapes") for r in records)
+    meta["process_sd"] = sd
     meta["objective"] = next((r.extra.get("shape_objective") for r in records if r.extra.get("shapes")), None)
     eligible = sorted(  # several shapes: by the objective's speed-up, else by median latency
         (r for r in records if r.eligible),
         key=(lambda r: -(r.speedup or 0.0)) if shaped else (lambda r: r.latency.median_ms),  # type: ignore[union-attr]
     )
     others = [r for r in records if not r.eligible]
+    marks = _verdict_marks(meta["winner"])
     rows = []
     for rank, r in enumerate(eligible + others, 1):
         lat = r.latency
@@ -45,10 +49,12 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
         rows.append([
             str(rank) if r.eligible else "-",
             str(r.number),
+            marks.get(r.number, ""),
             r.state.value,
             f"{lat.median_ms:.4f}" if lat else "",
             f"{r.speedup:.3f}x" if r.speedup else "",
             ci,
+            _across(r, sd),
             acc,
             r.requested_route or "(default)",
             (r.error or "")[:80],
@@ -57,32 +63,87 @@ def ranking_rows(study: str | Path) -> tuple[dict, list[list[str]]]:
     return meta, rows
 
 
+def _process_sd(store: object, records: list) -> float | None:
+    """The default route's process-to-process log spread in this study (``None`` below 3)."""
+    from gptuner_core.measurement.process_spread import default_process_medians
+    from gptuner_core.measurement.process_spread import process_sd
+
+    default = next((r for r in records if r.number == 0), None)
+    medians = default_process_medians(
+        default.latency.median_ms if default is not None and default.latency else None,
+        [e.payload for e in store.events("baseline")],  # type: ignore[attr-defined]
+        [e.payload for e in store.events("revalidation")])  # type: ignore[attr-defined]
+    return process_sd(medians)
+
+
+def _across(r: object, sd: float | None) -> str:
+    """The screening speed-up's 95% interval with process-to-process variation included."""
+    from gptuner_core.measurement.process_spread import widened_interval
+
+    if sd is None or not r.speedup or r.number == 0:  # type: ignore[attr-defined]
+        return ""
+    lo, hi = widened_interval(r.speedup, r.speedup_ci, sd)  # type: ignore[attr-defined]
+    return f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _verdict_marks(winner: dict | None) -> dict[int, str]:
+    """What the verdict says of the routes it names: the winner, or the kept default and the
+    leading contender it did not find faster."""
+    if not winner:
+        return {}
+    from gptuner_core.records import Winner
+
+    w = Winner.from_json(winner)
+    if w.significant:
+        return {w.number: f"winner {w.speedup:.3f}x"}
+    marks = {w.number: "kept (default)" if w.number == 0 else "screening pick"}
+    if w.best is not None and w.best != w.number and not w.screening:
+        marks[w.best] = "not shown faster"
+    return marks
+
+
 def _per_shape(r: object) -> str:
     """``x:1x256 1.234x, x:64x256 0.987x`` (screening speed-up at each measured shape)."""
     shapes = r.extra.get("shapes") or []  # type: ignore[attr-defined]
     return ", ".join(f"{s['label']} {s['speedup']:.3f}x" if s.get("speedup") else s["label"] for s in shapes)
 
 
-def print_ranking(study: str | Path, limit: int | None = None) -> None:
+def verdict_lines(winner: dict | None) -> list[str]:
+    """The study's verdict first: its headline and its plain sentences (``[]`` before one)."""
+    if not winner:
+        return []
+    from gptuner_core.records import Winner
+
+    w = Winner.from_json(winner)
+    return [w.headline(), w.sentence()]
+
+
+def print_ranking(study: str | Path, limit: int | None = None, *, verdict: bool = True) -> None:
+    """The verdict (unless the caller printed it), then the screening table, labelled as such,
+    its verdict column marking the route the verdict recommends."""
     meta, rows = ranking_rows(study)
+    if verdict:
+        lines = verdict_lines(meta.get("winner"))
+        if lines:
+            print(f"verdict: {lines[0]}")
+            print(lines[1])
     objective = meta.get("objective")
-    header = ["rank", "#", "state", "median ms", "screening speedup", "screening 95% CI", "accuracy", "route", "error"]
+    print(f"{SCREENING}:")
+    header = ["rank", "#", "verdict", "state", "median ms", "screening speedup", "screening spread",
+              "screening 95% across processes", "accuracy", "route", "error"]
     if objective:  # several shapes: the speed-up is the objective's, the latency the first shape's
-        header[3:5] = ["median ms (1st shape)", f"screening speedup ({objective})"]
+        header[4:6] = ["median ms (1st shape)", f"screening speedup ({objective})"]
         header.append("per shape")
     shown = rows if limit is None else rows[:limit]
     widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     for r in shown:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if meta.get("process_sd") is None:
+        print("(screening spread: within one process; no 95% interval across processes until the "
+              "default route has been measured in 3 processes: drift sentinels or re-validation)")
     if limit is not None and len(rows) > limit:
         print(f"... {len(rows) - limit} more (gptuner show {study})")
-    winner = meta.get("winner")
-    if winner:
-        from gptuner_core.records import Winner
-
-        w = Winner.from_json(winner)
-        print(f"verdict: {w.headline()} ({w.message})")
 
 
 def disk_line(study: str | Path, recorded: object, config: dict) -> str:
@@ -117,11 +178,18 @@ class ShowCommand(Command):
             return 0
         meta, _ = ranking_rows(args.study)
         cfg = meta["config"]
+        lines = verdict_lines(meta.get("winner"))
+        for line in lines:  # the verdict first, then everything else
+            print(line)
         print(f"study {args.study}: {meta['status']}  backend={cfg.get('backend')}  "
               f"search={cfg.get('search')}  model={cfg.get('model')}")
-        if meta["message"]:
+        if meta["message"] and (not lines or lines[0] not in meta["message"]):
             print(meta["message"])
-        print_ranking(args.study, limit=args.limit)
+        elif meta["message"]:  # the status message without the verdict said above
+            rest = meta["message"].replace(lines[0], "").strip("; ")
+            if rest:
+                print(rest)
+        print_ranking(args.study, limit=args.limit, verdict=False)
         print(disk_line(args.study, meta.get("disk_use"), meta["config"]))
         health = meta.get("health")
         if isinstance(health, dict):

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from gptuner_core.engine.tuner import Progress
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, flag: str = "--time-budget") -> float:
     """``90``, ``90s``, ``10m``, ``1.5h`` -> seconds."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", text)
     if not m:
-        msg = f"--time-budget must look like 90, 90s, 10m or 1.5h (got {text!r})"
+        msg = f"{flag} must look like 90, 90s, 10m or 1.5h (got {text!r})"
         raise UsageError(msg)
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
@@ -77,14 +77,20 @@ class ProgressPrinter:
         self._last_done = -1
 
     def __call__(self, p: Progress) -> None:
+        if p.phase == "waiting":  # a state of its own: who holds the device, since when
+            self.stream.write(("\r" + p.current.ljust(110)[:110]) if self.tty else f"{p.current}\n")
+            self.stream.flush()
+            return
         total = p.total if p.total is not None else "?"
-        best = f"{p.best_speedup:.3f}x" if p.best_speedup else "-"
+        # while screening: the screening's fastest, labelled; once done: the verdict's speed-up
+        label = "verdict" if p.phase == "done" else "screening best"
+        best = f"{label} {p.best_speedup:.3f}x" if p.best_speedup else f"{label} -"
         if isinstance(p.total, int) and p.total > 0:
             filled = int(20 * min(p.done / p.total, 1.0))
             bar = "[" + "#" * filled + "." * (20 - filled) + "] "
         else:
             bar = ""
-        line = f"{bar}{p.done}/{total} routes  best {best}  ETA {_fmt_eta(p.eta_s)}"
+        line = f"{bar}{p.done}/{total} routes  {best}  ETA {_fmt_eta(p.eta_s)}"
         if p.phase not in ("", "idle"):
             line += f"  {p.phase}: {p.current[:60]}"
         if self.tty:
@@ -96,7 +102,7 @@ class ProgressPrinter:
             lat = f"{last.latency.median_ms:.3f} ms" if last.latency else "-"
             self.stream.write(
                 f"[{last.number}] {last.state.value:<15} {lat:>12}  {last.requested_route or '(default)'}"
-                f"   ({p.done}/{total}, best {best}, ETA {_fmt_eta(p.eta_s)})\n"
+                f"   ({p.done}/{total}, {best}, ETA {_fmt_eta(p.eta_s)})\n"
             )
             self.stream.flush()
 
@@ -166,6 +172,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         max_candidates=args.max_candidates,
         time_budget_s=parse_duration(args.time_budget) if args.time_budget else None,
         target_speedup=args.target_speedup,
+        device_wait_s=parse_duration(args.device_wait, "--device-wait") if args.device_wait else None,
         build_timeout_s=args.build_timeout,
         measure_timeout_s=args.measure_timeout,
         measurement=parse_kv(args.measure_option, "--measure-option"),
@@ -270,6 +277,9 @@ class TuneCommand(Command):
         parser.add_argument("--max-candidates", type=int)
         parser.add_argument("--time-budget", metavar="DURATION", help="e.g. 10m")
         parser.add_argument("--target-speedup", type=float)
+        parser.add_argument("--device-wait", metavar="DURATION",
+                            help="longest wait for the measuring device while another study holds "
+                            "it, e.g. 5m (default: wait; waiting never counts against --time-budget)")
         parser.add_argument("--build-timeout", type=float, default=600.0, metavar="S")
         parser.add_argument("--measure-timeout", type=float, default=300.0, metavar="S")
         parser.add_argument("--measure-option", action="append", metavar="KEY=VALUE",
@@ -317,8 +327,10 @@ class TuneCommand(Command):
         summary = Tuner(config, study, resume=args.resume, force=args.force, progress=printer).run()
         if printer is not None:
             printer.close()
+        waited = (f" ({summary.waited_s:.1f} s of it waiting for the device, not counted against "
+                  "--time-budget)") if summary.waited_s >= 0.05 else ""
         print(f"study {summary.study_dir}: {summary.status.value} after {summary.candidates} "
-              f"candidates in {time.monotonic() - t0:.1f} s")
+              f"candidates in {time.monotonic() - t0:.1f} s{waited}")
         print(summary.message)
         for warning in summary.warnings:
             print(warning, file=sys.stderr)
@@ -372,4 +384,6 @@ def resume_config(study: Path, args: argparse.Namespace):  # noqa: ANN201 - Stud
         overrides["max_candidates"] = args.max_candidates
     if args.time_budget:
         overrides["time_budget_s"] = parse_duration(args.time_budget)
+    if getattr(args, "device_wait", None):
+        overrides["device_wait_s"] = parse_duration(args.device_wait, "--device-wait")
     return config.replace(**overrides)

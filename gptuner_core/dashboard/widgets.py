@@ -181,3 +181,19 @@ def candidate_picker(records, *, label: str, key: str, wanted: int | None,
     if choices.truncated:
         box.caption(choices.caption())
     return number
+
+
+def verdict_banner(meta: dict, *, container=None) -> None:
+    """The study's verdict, first on every page: its headline and plain sentences from the one
+    stored ``Winner``, the method in a details expander; nothing before a verdict exists."""
+    win = meta.get("winner")
+    if not win:
+        return
+    from gptuner_core.records import Winner
+
+    w = Winner.from_json(dict(win))
+    box = container or st
+    (box.success if w.significant else box.info)(f"**Verdict: {w.headline()}** — {w.sentence()}")
+    if w.details():
+        with box.expander("How the verdict was measured"):
+            st.caption(w.details())

@@ -49,9 +49,12 @@ def revalidate_winner(
         return (verdict.shapes_screening if shapes else verdict.screening_only)(eligible[0], cfg.min_effect)
     by_number = {r.number: r for r in history}
     rounds = max(cfg.revalidate_rounds, 2)
+    from gptuner_core.engine.eta import per_route_s
+
+    hint = per_route_s([r.measure_time_s or 0.0 for r in top]) if time_left_s is not None else None
     plan = SequentialPlan(
         min_effect=cfg.min_effect, min_rounds=min(4, rounds), max_rounds=rounds,
-        max_time_s=max(time_left_s, 1.0) if time_left_s is not None else None,
+        max_time_s=max(time_left_s, 0.001) if time_left_s is not None else None,
     )
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
@@ -72,6 +75,7 @@ def revalidate_winner(
         result = revalidate_sequential(
             [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,
             on_round=(lambda done, total, _undecided: on_round(done, total)) if on_round else None,
+            per_route_hint_s=hint,
         )
     except GptunerError as exc:
         store.add_event("revalidation", {"error": str(exc)})
@@ -117,6 +121,8 @@ def write_output(
             "route": rec.requested_route,
             "effective_route": rec.effective_route,
             "candidate": rec.number,
+            "verdict": winner.headline(),
+            "verdict_text": winner.sentence(),
             "winner": winner.to_json(),
             "speedup": winner.speedup,
             "speedup_ci": list(winner.ci) if winner.ci else None,

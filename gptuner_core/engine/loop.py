@@ -32,6 +32,7 @@ from gptuner_core.engine.loop_parts import budget_reason
 from gptuner_core.engine.loop_parts import drift
 from gptuner_core.engine.loop_parts import drift_point
 from gptuner_core.engine.loop_parts import remeasure
+from gptuner_core.errors import DeviceWaitEnded
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import StudyStatus
@@ -39,18 +40,47 @@ from gptuner_core.records import StudyStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from collections.abc import Iterator
 
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.engine.evaluator import Evaluator
     from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
 
-def held(device_lock: DeviceLock | None, sink: Sink) -> contextlib.AbstractContextManager:
-    """The measuring device held for one candidate (its build uses the device too on CPU);
-    a sink with ``waiting(w)`` is told while another study holds it."""
+@contextlib.contextmanager
+def held(device_lock: DeviceLock | None, sink: Sink) -> Iterator[None]:
+    """The measuring device held for one candidate (its build uses the device too on CPU).
+
+    Waiting is a state, not tuning time: a sink with ``waiting(w)`` is told while another study
+    holds the device, one with ``waited(seconds)`` gets the time spent (kept out of the time
+    budget), ``sink.device_wait_s`` bounds one wait, and a stop request ends it at once. Both
+    ends raise :class:`~gptuner_core.errors.DeviceWaitEnded`, which :func:`run_loop` turns into
+    the study's end (stopped, or failed naming the holder): never "finished" because it waited.
+    """
     if device_lock is None:
-        return contextlib.nullcontext()
-    return device_lock.held(on_wait=getattr(sink, "waiting", None))
+        yield
+        return
+    limit = getattr(sink, "device_wait_s", None)
+    start = time.monotonic()
+    try:
+        ok = device_lock.acquire(limit, on_wait=getattr(sink, "waiting", None),
+                                 should_stop=getattr(sink, "stop_requested", None))
+    finally:
+        note = getattr(sink, "waited", None)
+        if note is not None:
+            note(time.monotonic() - start)
+    if not ok:
+        who = "; ".join(f"{d} held by study {h.study} (pid {h.pid})" for d, h in device_lock.holders().items())
+        if limit is None or time.monotonic() - start < limit:
+            msg = f"stopped on request while waiting for the device ({who or 'freed just now'})"
+            raise DeviceWaitEnded(msg, stopped=True)
+        msg = (f"gave up waiting for the measuring device after --device-wait {limit:g} s "
+               f"({who or 'freed just now'})")
+        raise DeviceWaitEnded(msg)
+    try:
+        yield
+    finally:
+        device_lock.release()
 
 
 def run_loop(
@@ -67,6 +97,27 @@ def run_loop(
     device_lock: DeviceLock | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
+    try:
+        return _run_loop(strategy=strategy, evaluator=evaluator, history=history, key=key,
+                         budget=budget, sink=sink, space_size=space_size, search=search,
+                         scale_out=scale_out, device_lock=device_lock)
+    except DeviceWaitEnded as exc:
+        return LoopEnd(status=StudyStatus.STOPPED if exc.stopped else StudyStatus.FAILED, reason=str(exc))
+
+
+def _run_loop(
+    *,
+    strategy: Strategy,
+    evaluator: Evaluator,
+    history: list[CandidateRecord],
+    key: Callable[[str], str],
+    budget: Budget,
+    sink: Sink,
+    space_size: int,
+    search: str,
+    scale_out: ScaleOut | None,
+    device_lock: DeviceLock | None,
+) -> LoopEnd:
     if scale_out is not None:
         from gptuner_core.engine.scale.parallel import run_parallel
         from gptuner_core.engine.scale.pools import make_pool
@@ -84,8 +135,9 @@ def run_loop(
         if r.extra.get("artifact_key") and r.state is CandidateState.COMPLETE
     }
     skipped = 0
-    with held(device_lock, sink):
-        drift(evaluator, history, budget, sink)  # a drift point cut by a kill is redone first
+    if drift_due(history, budget, sink):  # a drift point cut by a kill is redone first
+        with held(device_lock, sink):
+            drift(evaluator, history, budget, sink)
     while True:
         reason = budget_reason(budget, history, sink)
         if reason:
@@ -116,11 +168,11 @@ def run_loop(
         seen.add(k)
         number = (history[-1].number + 1) if history else 0
         route = str(proposal.route)
-        sink.started(CandidateRecord(
-            number=number, requested_route=route, state=CandidateState.RUNNING,
-            strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
-        ))
-        with held(device_lock, sink):
+        with held(device_lock, sink):  # started once the device is ours: waiting is no candidate
+            sink.started(CandidateRecord(
+                number=number, requested_route=route, state=CandidateState.RUNNING,
+                strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
+            ))
             rec = evaluator.evaluate(
                 proposal, number, history, artifacts,
                 lambda ph, route=route: sink.phase(route, ph, history),
@@ -136,8 +188,15 @@ def run_loop(
             ))
         if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
             artifacts.setdefault(rec.extra["artifact_key"], rec.number)
-        with held(device_lock, sink):
-            drift(evaluator, history, budget, sink)
+        if drift_due(history, budget, sink):
+            with held(device_lock, sink):
+                drift(evaluator, history, budget, sink)
+
+
+def drift_due(history: list[CandidateRecord], budget: Budget, sink: Sink) -> bool:
+    """A drift re-measurement is due now (only then is the device taken for it)."""
+    after = drift_point(history, budget.drift_every)
+    return after is not None and after not in sink.baselines_done()
 
 
 __all__ = ["MAX_SKIPS", "Budget", "LoopEnd", "Sink", "budget_reason", "drift_point", "run_loop"]

@@ -57,8 +57,11 @@ def budget_reason(budget: Budget, history: list[CandidateRecord], sink: Sink) ->
         return "stopped on request"
     if budget.max_candidates is not None and len(history) >= budget.max_candidates:
         return f"candidate budget reached ({budget.max_candidates})"
-    if budget.time_budget_s is not None and sink.elapsed_s() >= budget.time_budget_s:
-        return f"time budget reached ({budget.time_budget_s:g} s)"
+    # screening leaves re-validation's first rounds their time (a sink's ``reserve_s``, issue 25)
+    reserve = sink.reserve_s() if hasattr(sink, "reserve_s") else 0.0
+    if budget.time_budget_s is not None and sink.elapsed_s() + reserve >= budget.time_budget_s:
+        kept = f"; {reserve:.0f} s kept for re-validation" if reserve >= 0.5 else ""
+        return f"time budget reached ({budget.time_budget_s:g} s{kept})"
     if budget.target_speedup is not None:
         best = max((r.speedup or 0.0 for r in history if r.eligible), default=0.0)
         if best >= budget.target_speedup:

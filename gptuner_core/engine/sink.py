@@ -41,7 +41,11 @@ class StoreSink:
         self.strategy = strategy
         self.started_mono = time.monotonic()
         self.prior_elapsed = float(before.elapsed_s or 0.0)
+        self.prior_waited = float(before.waited_s or 0.0)
+        self.waited_s = 0.0  # this run's time waiting for the device: not tuning time
+        self.device_wait_s = tuner.config.device_wait_s
         self.times: list[float] = []
+        self._history: list[CandidateRecord] = []
         self._waiting = False
         self._in_flight: set[int] = set()
         disk = store.get_meta("disk_use") or {}
@@ -49,7 +53,28 @@ class StoreSink:
         self._freed = int(disk.get("freed", 0) or 0)  # bytes pruned or never kept (duplicates)
 
     def elapsed_s(self) -> float:
-        return self.prior_elapsed + time.monotonic() - self.started_mono
+        """Tuning time over every run, waits for the device excluded (the time budget's clock)."""
+        return self.prior_elapsed + time.monotonic() - self.started_mono - self.waited_s
+
+    def reserve_s(self, rounds: int | None = None) -> float:
+        """Time the screening leaves for re-validation's first look (``engine.eta``); the loop's
+        time budget ends screening that much earlier, so the study ends near its budget. With
+        ``rounds`` (the ETA's): the time of that many rounds, the round budget, so the ETA errs
+        on the side of finishing early."""
+        from gptuner_core.engine.eta import per_route_s
+        from gptuner_core.engine.eta import reserve_s
+
+        cfg = self.tuner.config
+        history = getattr(self, "_history", [])
+        per_route = per_route_s([r.measure_time_s or 0.0 for r in history if r.latency is not None])
+        contenders = sum(1 for r in history if r.eligible and r.number != 0)
+        first_look = min(4, max(cfg.revalidate_rounds, 2))
+        return reserve_s(per_route, cfg.revalidate_top_k, contenders, rounds or first_look)
+
+    def waited(self, seconds: float) -> None:
+        """Time spent waiting for the device (``engine.loop.held``), reported separately."""
+        self.waited_s += max(0.0, seconds)
+        self._running()
 
     def stop_requested(self) -> bool:
         return self.tuner.ws.stop_requested()
@@ -66,23 +91,34 @@ class StoreSink:
         last: CandidateRecord | None, *, rounds: tuple[int, int] | None = None,
         finished: bool = False,
     ) -> None:
+        from gptuner_core.engine.eta import eta_s
+
         done = len(history)
         total = self._planned(done)
-        eta = None
-        if self.times and total is not None:
-            eta = max(total - done, 0) * (sum(self.times) / len(self.times))
+        self._history = history
+        eta = eta_s(done=done, total=total, reserve=self.reserve_s(rounds=self.tuner.config.revalidate_rounds),
+                    per_candidate=sum(self.times) / len(self.times) if self.times else None,
+                    elapsed=self.elapsed_s(), time_budget=self.tuner.config.time_budget_s)
+        if phase == "revalidation":
+            eta = None  # Live shows the rounds themselves
         now = time.time()
+        # screening's best while screening; once decided, the verdict's own speed-up (1.0 when
+        # the default is kept): the stored progress never outlives the verdict with a screening
+        # number (a torch study's progress kept 6.986x beside "inconclusive, default kept")
+        winner = self.store.winner() if finished else None
+        best = (winner.speedup if winner is not None else None) if finished else max(
+            (r.speedup or 0.0 for r in history if r.eligible), default=None)
         progress = Progress(
             done=done, total=total, current=current, phase=phase,
-            best_speedup=max((r.speedup or 0.0 for r in history if r.eligible), default=None),
+            best_speedup=best,
             eta_s=0.0 if finished else eta, started_at=now - self.elapsed_s(),
             finished_at=now if finished else None, heartbeat=now,
             rounds_done=rounds[0] if rounds else None, rounds_total=rounds[1] if rounds else None,
-            elapsed_s=self.elapsed_s(), last=last,
+            elapsed_s=self.elapsed_s(), waited_s=self.prior_waited + self.waited_s, last=last,
         )
         self.store.set_progress(progress)
         if finished:  # the study has its winner (or none): --keep-artifacts applied for good
-            self._keep_artifacts(history, self.store.winner())
+            self._keep_artifacts(history, winner)
         if self.tuner.progress_cb is not None:
             self.tuner.progress_cb(progress)
 
@@ -126,6 +162,11 @@ class StoreSink:
         self.store.set_status(StudyStatus.WAITING, message)
         self.store.set_meta("waiting", message)
         self.store.add_event("waiting", {"message": message})
+        if self.tuner.progress_cb is not None:  # the CLI says so too
+            import dataclasses
+
+            self.tuner.progress_cb(dataclasses.replace(self.store.progress(), phase="waiting",
+                                                       current=message, eta_s=None))
 
     def _running(self) -> None:
         if self._waiting:
@@ -156,6 +197,7 @@ class StoreSink:
 
             self._freed += trim_folder(self.tuner.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
         self.store.put_candidate(rec)
+        self._history = history
         self._keep_artifacts(history)
         self.report(history, "", "idle", rec)
 

@@ -40,6 +40,7 @@ from gptuner_core.engine.sink import StoreSink
 from gptuner_core.engine.sink import measuring_device
 from gptuner_core.engine.workspace import StudyWorkspace
 from gptuner_core.errors import ConfigError
+from gptuner_core.errors import DeviceWaitEnded
 from gptuner_core.errors import GptunerError
 from gptuner_core.errors import StoreError
 from gptuner_core.records import Progress
@@ -64,6 +65,8 @@ class TuneSummary:
     message: str
     output_error: str = ""
     warnings: tuple[str, ...] = ()
+    tuning_s: float = 0.0  # the time budget's clock (waits for the device excluded)
+    waited_s: float = 0.0  # time spent waiting for a device another study held
 
 
 @contextlib.contextmanager
@@ -296,14 +299,19 @@ class Tuner:
             store.set_meta("pending", {"phase": "revalidation"})
             sink.report(history, "", "revalidation", None)
             left = cfg.time_budget_s - sink.elapsed_s() if cfg.time_budget_s is not None else None
-            with held(lock, sink):  # every round on one quiet device
-                winner = revalidate_winner(
-                    cfg, evaluator, store, history, time_left_s=left,
-                    on_round=lambda d, t: sink.report(history, "", "revalidation", None, rounds=(d, t)),
-                )
+            try:
+                with held(lock, sink):  # every round on one quiet device
+                    winner = revalidate_winner(
+                        cfg, evaluator, store, history, time_left_s=left,
+                        on_round=lambda d, t: sink.report(history, "", "revalidation", None, rounds=(d, t)),
+                    )
+            except DeviceWaitEnded as exc:  # stopped, or --device-wait spent, before re-validating
+                status = StudyStatus.STOPPED if exc.stopped else StudyStatus.FAILED
+                message = "; ".join(m for m in (message, str(exc)) if m)
             if winner is not None:
                 store.set_winner(winner)
-                message = "; ".join(m for m in (message, winner.message) if m)
+                # the status says why the study ended; the verdict is the winner record's, said once
+                message = "; ".join(m for m in (message, winner.headline()) if m)
                 if cfg.output:
                     try:
                         write_output(cfg, store, winner, self.dir)
@@ -318,6 +326,9 @@ class Tuner:
             store.set_meta("pending", None)
         if status is StudyStatus.FINISHED and self.ws.stop_requested():
             status = StudyStatus.STOPPED
+        if status is StudyStatus.FINISHED and not history:  # nothing measured is no result
+            status = StudyStatus.FAILED
+            message = f"no candidate was measured ({message or 'nothing ran'})"
         self.ws.clear_stop()
         sink.report(history, "", "done", None, finished=True)
         store.set_status(status, message)
@@ -327,6 +338,7 @@ class Tuner:
         return TuneSummary(
             study_dir=str(self.dir), status=status, candidates=len(history), winner=winner,
             message=message, output_error=output_error,
+            tuning_s=sink.elapsed_s(), waited_s=sink.prior_waited + sink.waited_s,
             warnings=((self.gate_warning,) if self.gate_warning else ()) + scale_warnings,
         )
 

@@ -186,16 +186,24 @@ def revalidation_failed(best: CandidateRecord, error: str) -> Winner:
 
 
 def from_sequential(result: Any) -> Winner:
-    """The Winner for a :class:`gptuner_core.measurement.SequentialResult`."""
-    chosen = result.winner if result.winner is not None else result.best
-    est = result.contender(chosen).estimate if chosen is not None else None
-    ci = est.ci if est is not None else None
-    point = est.point if est is not None else None
+    """The Winner for a :class:`gptuner_core.measurement.SequentialResult`.
+
+    A winner's ``best`` is itself; otherwise ``best`` is the leading contender with ITS OWN
+    re-validated estimate (a Winner once read ``"number": 5 ... "best": 2, "best_speedup":
+    2.1089``: #5's speed-up under #2's number)."""
+    def estimate(number: int | None) -> Any:
+        return result.contender(number).estimate if number is not None else None
+
+    lead = result.winner if result.winner is not None else result.best
+    est = estimate(lead)
     common = dict(
-        message=result.message, best=result.best, best_speedup=point, best_ci=ci,
+        message=result.message, best=lead if est is not None else None,
+        best_speedup=est.point if est is not None else None,
+        best_ci=est.ci if est is not None else None,
         rounds=result.rounds, method=result.method, projected_rounds=result.projected_rounds,
+        confidence=result.plan.confidence, min_effect=result.plan.min_effect,
     )
     if result.winner is not None and est is not None:
-        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=ci, **common)
+        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=est.ci, **common)
     kind = Verdict.INCONCLUSIVE if result.verdict.value == "inconclusive" else Verdict.NOT_FASTER
     return Winner(verdict=kind, number=result.default, speedup=1.0, ci=None, **common)

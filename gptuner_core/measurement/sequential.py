@@ -111,14 +111,25 @@ def choose_method(plan_method: str, default_regimes: Regimes, regimes: Regimes) 
 
 
 def _interval(d: np.ndarray, c: np.ndarray, alpha: float, method: str) -> LogInterval:
+    """The look's interval. A rank interval that ``n`` rounds cannot reach at this level (``n``
+    rounds reach at most ``1 - 2 ** (1 - n)``) is replaced by the t-interval over every round,
+    which can: a verdict never stalls on a method that cannot decide (the note says so)."""
     logs = np.log(d / c)
+    mask = None
     if method == "matched":
         mask = matched_rounds(d, c)
         if mask is not None and int(mask.sum()) >= 2:
-            iv = log_ratio_interval(logs[mask], alpha, "rank")
-            return dataclasses.replace(iv, method="matched")
-        method = "rank"
-    return log_ratio_interval(logs, alpha, method)
+            iv = dataclasses.replace(log_ratio_interval(logs[mask], alpha, "rank"), method="matched")
+        else:
+            iv = log_ratio_interval(logs, alpha, "rank")
+    else:
+        iv = log_ratio_interval(logs, alpha, method)
+    if iv.low is None and method != "t" and logs.size >= 2:
+        used = int(mask.sum()) if mask is not None else logs.size
+        note = (f"{used} rounds are too few for a distribution-free interval at this level; "
+                f"t-interval over all {logs.size} rounds")
+        return dataclasses.replace(log_ratio_interval(logs, alpha, "t"), note=note)
+    return iv
 
 
 def _pct(x: float) -> str:
@@ -133,6 +144,9 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     thr = 1.0 + plan.min_effect
     if verdict is Verdict.WINNER:
         return f"route #{winner} is faster than the default: {est[winner]} ({how})"
+    if rounds == 0:
+        return ("inconclusive: the time budget was spent before re-validation could measure a "
+                "round; keeping the default route")
     if best is None:
         return (
             "inconclusive: every re-measured candidate failed; keeping the default route"
@@ -210,6 +224,7 @@ def revalidate_sequential(
     seed: int = 0,
     on_round: Callable[[int, int, tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    per_route_hint_s: float | None = None,
 ) -> SequentialResult:
     """Re-measure ``contenders`` against ``default`` in interleaved rounds until each is decided.
 
@@ -223,6 +238,9 @@ def revalidate_sequential(
         seed: seed of the per-round random order.
         on_round: called after each round with ``(rounds_done, max_rounds, undecided)``.
         clock: seconds, for the time budget.
+        per_route_hint_s: one route's measurement, estimated before any round (screening's):
+            with ``max_time_s``, a first round that would not finish in time is not started
+            (the study's time budget is kept; the verdict is inconclusive after 0 rounds).
 
     Returns:
         A :class:`SequentialResult`; its ``verdict`` is winner / not_faster / inconclusive.
@@ -254,8 +272,8 @@ def revalidate_sequential(
         if not active:
             stop_reason = "decided"
             break
-        if plan.max_time_s is not None and measured_s:
-            per_route = float(np.mean(measured_s))
+        if plan.max_time_s is not None and (measured_s or per_route_hint_s):
+            per_route = float(np.mean(measured_s)) if measured_s else float(per_route_hint_s or 0.0)
             if clock() - t0 + per_route * (1 + len(active)) > plan.max_time_s:
                 stop_reason = "max_time"
                 break

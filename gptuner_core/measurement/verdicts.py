@@ -193,17 +193,18 @@ class SequentialResult:
     def winner_meta(self) -> dict[str, Any]:
         """The store's ``winner`` meta: number, speedup, ci, significant, message, best plus
         ``verdict``, ``rounds``, ``method``, ``confidence``, ``min_effect``, ``projected_rounds``."""
-        chosen = self.winner if self.winner is not None else self.best
-        est = self.contender(chosen).estimate if chosen is not None else None
         won = self.winner is not None
+        lead = self.winner if won else self.best  # a winner is its own best: one route, one number
+        est = self.contender(lead).estimate if lead is not None else None
         return {
             "number": self.winner if won else self.default,
             "speedup": est.point if (est is not None and won) else 1.0,
-            "ci": list(est.ci) if est is not None and est.ci is not None else None,
+            "ci": list(est.ci) if est is not None and est.ci is not None and won else None,
             "significant": won,
             "message": self.message,
-            "best": self.best,
+            "best": lead,
             "best_speedup": est.point if est is not None else None,
+            "best_ci": list(est.ci) if est is not None and est.ci is not None else None,
             "verdict": self.verdict.value,
             "rounds": self.rounds,
             "method": self.method,

@@ -127,7 +127,7 @@ class LayerDiff:
         src = self.sources()[:3]
         parts = [f"{r.group} [{'+'.join(r.a_kinds)} -> {'+'.join(r.b_kinds)}] {r.contribution:.0%}" for r in src]
         if not self.significant:
-            text = head + "; the end-to-end difference is within noise"
+            text = head + "; the profiled end-to-end difference is within noise (the profiles alone, not the verdict)"
             if parts:
                 text += "; layers that differ beyond their own noise: " + ", ".join(parts)
             return text

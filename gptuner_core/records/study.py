@@ -58,7 +58,8 @@ class Progress:
     number, never below ``done``; ``phase`` is ``build``, ``measure``, ``drift``,
     ``revalidation``, ``idle`` or ``done``; ``rounds_done``/``rounds_total`` report
     re-validation rounds; ``heartbeat`` is the wall time of the last update; ``elapsed_s`` the
-    tuning time over every run of the study (time budgets cover the whole study).
+    tuning time over every run of the study (time budgets cover the whole study); ``waited_s``
+    the time spent waiting for a device another study held (never counted as tuning time).
     """
 
     done: int
@@ -73,6 +74,7 @@ class Progress:
     rounds_done: int | None = None
     rounds_total: int | None = None
     elapsed_s: float = 0.0
+    waited_s: float = 0.0
     last: CandidateRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -107,7 +109,11 @@ class Winner:
     to be faster); ``speedup``/``ci`` belong to ``number``; ``best``/``best_speedup``/``best_ci``
     describe the best contender when it was not chosen; ``rounds`` and ``method`` say how the
     decision was measured; ``screening`` is True when the numbers come from screening only;
-    ``projected_rounds`` says, for an inconclusive verdict, how many rounds would decide it.
+    ``projected_rounds`` says, for an inconclusive verdict, how many rounds would decide it;
+    ``confidence`` and ``min_effect`` are the re-validation's family-wise level and threshold.
+    For a winner, ``best`` is the winner; otherwise it is the leading contender, with its own
+    re-validated speed-up and interval (never another route's). Render it through
+    :mod:`gptuner_core.records.verdict_text` (``headline``/``sentence``/``details``).
     """
 
     verdict: Verdict
@@ -122,33 +128,30 @@ class Winner:
     method: str = ""
     screening: bool = False
     projected_rounds: int | None = None
+    confidence: float = 0.95
+    min_effect: float = 0.01
 
     @property
     def significant(self) -> bool:
         return self.verdict is Verdict.WINNER
 
     def headline(self) -> str:
-        """The one line every surface shows first (CLI ``show``, Overview, Live, Results)."""
-        def ci(pair: tuple[float, float] | None) -> str:
-            return f" [{pair[0]:.3f}, {pair[1]:.3f}]" if pair else ""
+        """The one line every surface shows first (:mod:`gptuner_core.records.verdict_text`)."""
+        from gptuner_core.records.verdict_text import headline
 
-        best = ""
-        if self.best is not None and self.best_speedup is not None:
-            best = f"; best #{self.best} {self.best_speedup:.3f}x{ci(self.best_ci)}"
-        rounds = f" after {self.rounds} rounds" if self.rounds else ""
-        if self.verdict is Verdict.WINNER:
-            return f"winner #{self.number}: {self.speedup:.3f}x{ci(self.ci)}{rounds}"
-        if self.verdict is Verdict.INCONCLUSIVE:
-            more = f", ~{self.projected_rounds} rounds would decide" if self.projected_rounds else ""
-            return f"inconclusive{rounds}{more}: keeping the default{best}"
-        if self.verdict is Verdict.NOT_FASTER:
-            return f"not faster{rounds}: keeping the default{best}"
-        if self.verdict is Verdict.NOT_REVALIDATED:
-            pick = f"#{self.number} {self.speedup:.3f}x{ci(self.ci)}" if self.number else "the default"
-            return f"screening only (not re-validated): {pick}"
-        if self.verdict is Verdict.DEFAULT_ONLY:
-            return "the default route (no other eligible route)"
-        return f"re-validation failed: keeping the default{best}"
+        return headline(self)
+
+    def sentence(self) -> str:
+        """One or two plain sentences: what won or why nothing did, by how much, how sure."""
+        from gptuner_core.records.verdict_text import sentence
+
+        return sentence(self)
+
+    def details(self) -> str:
+        """How the verdict was measured (method and the tuner's message): a details view."""
+        from gptuner_core.records.verdict_text import details
+
+        return details(self)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,6 +168,8 @@ class Winner:
             "method": self.method,
             "screening": self.screening,
             "projected_rounds": self.projected_rounds,
+            "confidence": self.confidence,
+            "min_effect": self.min_effect,
         }
 
     @classmethod
@@ -188,4 +193,6 @@ class Winner:
             method=str(data.get("method") or ""),
             screening=bool(data.get("screening", verdict == "not_revalidated")),
             projected_rounds=data.get("projected_rounds"),
+            confidence=float(data.get("confidence") or 0.95),
+            min_effect=float(data.get("min_effect") if data.get("min_effect") is not None else 0.01),
         )

@@ -41,7 +41,7 @@ def _headline(winner: Any, records: dict[int, Any]) -> str:
         return "no verdict yet (the study has not finished re-validation)"
     rec = records.get(winner.number)
     route = (rec.effective_route or rec.requested_route) if rec else "?"
-    return f"{winner.headline()} — route #{winner.number} ({route or 'default'}). {winner.message}"
+    return f"{winner.headline()} — route #{winner.number} ({route or 'default'}). {winner.sentence()}"
 
 
 def _curve_figures(records: list[Any], cfg: dict[str, Any], path: Path) -> list[tuple[str, str, go.Figure]]:
@@ -91,8 +91,9 @@ def study_report(study_dir: str | Path) -> StudyReport:
         ("accuracy_latency", "Accuracy × latency",
          accuracy_latency_figure(df, epsilon=cfg.get("epsilon"), metric=str(cfg.get("metric") or "l2"),
                                  winner=winner.number if winner and winner.significant else None)),
-        ("speedups", "Speed-ups vs the default route (95 % CI)", F.speedup_figure(df)),
-        ("history", "Best-so-far history", F.history_figure(frames.best_so_far(df))),
+        ("speedups", "Screening speed-ups vs the default route (one process per route, not the verdict)",
+         F.speedup_figure(df)),
+        ("history", "Screening best-so-far history", F.history_figure(frames.best_so_far(df))),
         *_curve_figures(records, cfg, path),
         ("knob_effects", "Knob effects (main effects, 95 % CI)",
          effects_figure(main_effects(records, facts.defaults))),

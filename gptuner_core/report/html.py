@@ -33,6 +33,11 @@ def render_html(rep: StudyReport) -> str:
         "<h2>Verdict</h2>",
         f"<div class='verdict {esc((rep.verdict or {}).get('verdict', 'none'))}' id='verdict'>{esc(rep.headline)}</div>",
     ]
+    if rep.verdict:
+        from gptuner_core.records import Winner
+
+        parts.append("<details><summary>How the verdict was measured</summary><p>"
+                     f"{esc(Winner.from_json(rep.verdict).details())}</p></details>")
     if rep.lineage:
         parts.append(f"<p id='lineage'>re-tuned from <code>{esc(str(rep.lineage.get('from')))}</code>; "
                      f"old winner still holds: <b>{esc(str(rep.lineage.get('old_winner_holds')))}</b></p>")
@@ -47,7 +52,7 @@ def render_html(rep: StudyReport) -> str:
         parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), div_id=f"fig-{key}",
                                  config={"displaylogo": False}))
         parts.append("</div>")
-    parts.append("<h2>Candidates</h2>")
+    parts.append("<h2>Candidates (screening: one process per route, not the verdict)</h2>")
     parts.append(rep.table.to_html(index=False, na_rep="–", float_format=lambda x: f"{x:.4g}",
                                    table_id="candidates", escape=True))
     parts.append("<h2>Reproduce</h2>")

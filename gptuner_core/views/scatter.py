@@ -158,8 +158,8 @@ def accuracy_latency_figure(
     max_points: int = 5000,
 ) -> go.Figure:
     """Accuracy loss vs median latency: one marker style per category, grouped duplicates, the
-    Pareto front (markers, so a single point shows), the winner (star) and the default route
-    (#0, square) marked, the ε line, and candidates without a latency in a strip on the right."""
+    Pareto front (markers, so a single point shows), the winner (star; only a route the verdict
+    found faster, never the default) and the default route (#0, square) marked, the ε line, and candidates without a latency in a strip on the right."""
     import numpy as np
     import plotly.graph_objects as go
 
@@ -215,7 +215,7 @@ def accuracy_latency_figure(
                        zip(front["number"], front["median_ms"], strict=True)], hoverinfo="text",
         ))
     for number, label, symbol, color in ((0, "default route #0", "square", "#444444"),
-                                         (winner, f"winner #{winner}", "star", "#ffbf00")):
+                                         (winner or None, f"winner #{winner}", "star", "#ffbf00")):
         row = timed[timed["number"] == number] if number is not None else timed.iloc[0:0]
         if len(row):
             fig.add_trace(go.Scatter(

@@ -82,7 +82,7 @@ def _short(value: Any) -> str:
 def effective_status(status: str | None, pid_alive: bool | None) -> str:
     """The status to show: a ``running`` study whose tuner process is gone is ``interrupted``."""
     status = status or "unknown"
-    if status == "running" and pid_alive is False:
+    if status in ("running", "waiting") and pid_alive is False:
         return "interrupted"
     return status
 
@@ -212,6 +212,11 @@ def live_progress(
     phase = str(p.get("phase") or "—")
     eta = _duration(p.get("eta_s"))
     rounds_total = p.get("rounds_total")
+    if status == "waiting":  # a state of its own: no candidate runs, no ETA runs down
+        phase, eta = "waiting for the device", "—"
+        waited = p.get("waited_s")
+        text = f"waiting for the device (not counted as tuning time) · {text}" + (
+            f" · waited {_duration(waited)} so far" if waited else "")
     if phase == "revalidation":  # the tuner reports its re-validation rounds itself
         eta = "—"
         text = f"re-validating the finalists in fresh processes · {text}"

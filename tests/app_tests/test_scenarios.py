@@ -26,7 +26,7 @@ def test_overview_lists_the_study(finished_workspace, monkeypatch) -> None:
     df = at.dataframe[0].value
     row = df.iloc[0]
     assert row["study"] == "digits-study" and row["status"] == "finished"
-    assert row["verdict"].startswith(("winner #", "not faster", "inconclusive", "screening only"))
+    assert row["verdict"].startswith(("winner: route #", "no winner: keeping the default", "screening pick"))
     assert row["stale"].startswith("⚠")  # recorded on 'synthetic-host', not this machine
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -326,3 +327,26 @@ def test_real_subprocess():
     assert bad.returncode == 2
     assert bad.stderr == "gptuner: error: Knob has unbounded values (int32_t): -peep:max\n"
     assert bad.stdout == ""
+
+
+class TestDryRunEveryStrategy:
+    """Issue 25: ``gptuner dry-run --search fast_tpe`` (tune's default) was refused."""
+
+    EXPR = "-conv_lowering=[on|off] -kgen:tiling=[0|1|2]"
+
+    def test_every_strategy_of_tune_says_its_builds(self, capsys):
+        from gptuner_core.strategies import strategy_names
+
+        for name in strategy_names():
+            if name in ("fast", "full", "mixed"):
+                continue
+            code, out, err = run(capsys, "dry-run", "--knob-db", DB, "--expr", self.EXPR,
+                                 "--search", name)
+            assert code == 0, err
+            assert out.splitlines()[0] == "Expanded to 6 build route configurations"
+            assert re.search(rf"--search {name}: (\d+ builds|no fixed number of builds)", out), out
+
+    def test_max_candidates_caps_the_builds(self, capsys):
+        code, out, _ = run(capsys, "dry-run", "--knob-db", DB, "--expr", self.EXPR,
+                           "--search", "fast_tpe", "--max-candidates", "3")
+        assert code == 0 and "--search fast_tpe: 3 builds (--max-candidates)" in out

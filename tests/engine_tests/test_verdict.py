@@ -115,8 +115,8 @@ class TestOneVerdictEverywhere:
         win = Winner(verdict=Verdict.INCONCLUSIVE, number=0, speedup=1.0, ci=None, message="m",
                      best=116, best_speedup=1.385, best_ci=(0.814, 2.358), rounds=5, projected_rounds=40)
         line = win.headline()
-        assert line == ("inconclusive after 5 rounds, ~40 rounds would decide: keeping the default; "
-                        "best #116 1.385x [0.814, 2.358]")
+        assert line == "no winner: keeping the default (undecided after 5 rounds)"
+        assert "About 35 more rounds (40 in all)" in win.sentence() and "#116 measured 1.385x" in win.sentence()
         s = views.study_summary("s", config={}, meta={"winner": win.to_json()}, n_finished=3)
         assert views.studies_frame([s]).iloc[0]["verdict"] == line
 
@@ -129,4 +129,4 @@ class TestOneVerdictEverywhere:
             store.init_study({"model": "m"}, {})
             store.set_winner(win)
         print_ranking(tmp_path)
-        assert "verdict: winner #2: 1.400x [1.200, 1.600] after 6 rounds" in capsys.readouterr().out
+        assert "verdict: winner: route #2, 1.400x faster [1.200, 1.600], after 6 rounds" in capsys.readouterr().out

@@ -13,7 +13,9 @@ pytestmark = pytest.mark.slow
 def test_explain_prints_effects_triage_and_layer_diff(cnn_study, capsys):
     assert main(["explain", str(cnn_study), "2"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("candidate #2 (COMPLETE) vs the default route #0")
+    lines = out.splitlines()  # the study's verdict first (issue 25), then the candidate
+    assert lines[0].startswith(("winner: ", "no winner: ", "screening pick"))
+    assert lines[2].startswith("candidate #2 (COMPLETE) vs the default route #0")
     assert "main effects (value vs default; failures counted as failures):" in out
     assert "* -quant:mode" in out and "qdq" in out
     assert "every route with -quant:weight_type=int4 fails" in out
@@ -26,13 +28,14 @@ def test_explain_without_number_uses_the_winner(cnn_study, capsys):
 
     winner = read_study(cnn_study).winner
     assert main(["explain", str(cnn_study)]) == 0
-    assert capsys.readouterr().out.startswith(f"candidate #{winner} ")
+    assert capsys.readouterr().out.splitlines()[2].startswith(f"candidate #{winner} ")
 
 
 def test_diff_lists_groups_with_noise(cnn_study, capsys):
     assert main(["diff", str(cnn_study), "0", "2", "--all"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("#0: median ") and out[1].startswith("#2: median ")
+    assert out[0].startswith(("winner: ", "no winner: ", "screening pick"))  # the verdict first
+    assert out[2].startswith("#0: screening median ") and out[3].startswith("#2: screening median ")
     header = next(line for line in out if line.startswith("layer (ONNX origin)"))
     assert "delta ms" in header and "noise" in header
     assert any(line.startswith("/c2/conv/Conv (+1)") for line in out)

@@ -140,9 +140,9 @@ class TestDecisions:
         res = revalidate_sequential([1], 0, measure_fresh,
                                     SequentialPlan(min_rounds=4, max_rounds=6), seed=0)
         assert res.verdict is Verdict.INCONCLUSIVE
-        assert res.contender(1).estimate.low is None
+        est = res.contender(1).estimate  # issue 25: a method that can reach the level is used
+        assert est.low is not None and "too few for a distribution-free interval" in est.note
         assert "would not decide" not in res.message
-        assert "no interval yet: more rounds are needed" in res.message
 
     def test_round_budget_gives_inconclusive_with_a_projection(self) -> None:
         """Equivalent routes and a 1 % min-effect cannot be decided in 6 rounds: inconclusive,

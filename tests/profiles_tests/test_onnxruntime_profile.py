@@ -77,7 +77,7 @@ class TestProfileSchema:
         # come out even (a clean-clone run here: 0.171 vs 0.172 ms): either way the QGemm
         # kernels are where the time moved, and an even total is said to be within noise.
         if not diff.significant:
-            assert "the end-to-end difference is within noise; layers that differ" in diff.summary()
+            assert "the profiled end-to-end difference is within noise (the profiles alone, not the verdict); layers that differ" in diff.summary()
         assert diff.sources(), diff.summary()
         assert all(r.op == "Gemm" and "QGemm" in r.b_kinds and r.b_precision == "INT8" for r in diff.sources())
 
@@ -120,7 +120,7 @@ class TestInt8Diff:
         quantized = set(cnn_builds["-quant:mode=qoperator"][0].info["quantized_nodes"])
         diff = diff_profiles(profiles[""], profiles["-quant:mode=qoperator"], label_a="#0", label_b="#1")
         if not diff.significant:
-            assert "the end-to-end difference is within noise; layers that differ" in diff.summary()
+            assert "the profiled end-to-end difference is within noise (the profiles alone, not the verdict); layers that differ" in diff.summary()
         sources = diff.sources()
         assert sources, diff.summary()
         top = sources[0]
@@ -139,7 +139,7 @@ class TestInt8Diff:
         """The same build profiled against itself: no row is presented as a cause."""
         same = diff_profiles(profiles[""], profiles[""])
         assert same.delta_ms == 0 and not same.significant and not same.sources()
-        assert same.summary().endswith("the end-to-end difference is within noise")
+        assert same.summary().endswith("the profiled end-to-end difference is within noise (the profiles alone, not the verdict)")
 
 
 class TestTraceErrors:

@@ -47,7 +47,10 @@ def test_winner_default_and_single_point_front() -> None:
     front = _trace(fig, "Pareto front")
     assert len(front.x) == 1 and "markers" in front.mode
     assert _trace(fig, "default route #0").marker.symbol == "square"
-    assert _trace(fig, "winner #0").marker.symbol == "star"
+    # issue 25: the default is never drawn as "winner" (the scatter once labelled it "winner #0")
+    assert not [t for t in fig.data if str(t.name).startswith("winner")]
+    fig = views.accuracy_latency_figure(frame(records), winner=1)
+    assert _trace(fig, "winner #1").marker.symbol == "star"
 
 
 def test_duplicates_grouped_and_hover_fits() -> None:
