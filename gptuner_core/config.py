@@ -202,6 +202,9 @@ def validate(cfg: StudyConfig) -> None:
     if cfg.task_metric is not None:
         _check_task_metric(cfg.task_metric)
     _check_inputs(cfg)
+    from gptuner_core.config_checks import check_settings
+
+    check_settings(cfg)  # output names, strategy options, warm-start sources, Ray address, rows
     cfg.scale_out().validated()
     cfg.accuracy_settings()  # the gate's own checks (per-output epsilons, task output)
     if not isinstance(cfg.measurement, dict):

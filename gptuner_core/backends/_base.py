@@ -178,6 +178,11 @@ class Backend(abc.ABC):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         """The model's inputs (names, dtypes, shapes), raising BackendError on a bad model."""
 
+    def output_names(self, model: Path) -> list[str] | None:
+        """The model's output names, or ``None`` when only a build tells (checked before a study
+        starts: gated outputs, per-output epsilons and the task output must exist)."""
+        return None
+
     @abc.abstractmethod
     def environment(self) -> dict[str, str]:
         """Fingerprint parts: ``backend_version``, ``device``, ``driver``, ``runtime``, ... ."""
@@ -239,3 +244,15 @@ class Backend(abc.ABC):
     def repro(self, model: Path, route: Route) -> dict[str, str]:
         """Commands that reproduce this candidate outside gptuner, keyed by kind ("shell", ...)."""
         return {}
+
+
+def onnx_output_names(model: Path) -> list[str] | None:
+    """The graph outputs of an ONNX file (``None`` when it is not one it can read): what the
+    ONNX-based backends give as :meth:`Backend.output_names`."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(model), load_external_data=False).graph
+    except Exception:  # noqa: BLE001 - not an ONNX file: the build will say what it is
+        return None
+    return [o.name for o in graph.output]

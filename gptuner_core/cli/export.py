@@ -10,6 +10,7 @@ from gptuner_core.cli._base import Command
 class ExportCommand(Command):
     name = "export"
     help = "export a study as a trtexec tuning cache (JSONL), resumable by 'trtexec --continue'"
+    destinations = {"trtexec_cache": "study"}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="DIR")

@@ -51,6 +51,8 @@ def parse_epsilons(items: list[str] | None) -> tuple[float | None, dict[str, flo
         name, eq, value = item.rpartition("=")
         try:
             number = float(value)
+            if eq and not name.strip():
+                raise ValueError(item)  # '=0.1': no output named
         except ValueError:
             msg = f"--epsilon takes a number or OUTPUT=number (got {item!r})"
             raise UsageError(msg) from None
@@ -193,6 +195,7 @@ class TuneCommand(Command):
         "      --expr '-quant:mode=[off|qdq|dynamic]' --search fast --study runs/mlp"
     )
     value_options = ("--expr",)
+    destinations = {"output": "study"}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from gptuner_core.strategies import DEFAULT_STRATEGY

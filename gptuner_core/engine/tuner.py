@@ -137,12 +137,20 @@ class Tuner:
             msg = f"nothing to continue: no study in '{self.dir}' (expected {self.ws.store})"
             raise StoreError(msg)
         if not exists:  # a new study, or one whose creation a kill cut short
-            dataset = load_inputs(cfg, self.specs)  # bad input is refused before any write
+            # the whole plan is checked before the first write: inputs, calibration, outputs,
+            # the strategy with its options and warm-start sources, the --output destination
+            from gptuner_core.engine.destinations import check_destination
+            from gptuner_core.engine.inputs import calibration_rows
+
+            dataset = load_inputs(cfg, self.specs)
+            calibration = calibration_rows(cfg, self.specs, dataset)
             self.feeds = measure_feeds(cfg, self.specs, dataset)
             self._check_gate()
+            self._plan_strategy()
             if cfg.output:
+                check_destination(self.dir, cfg.output, "--output")
                 check_output_path(cfg.output)
-            self._create(current, dataset)
+            self._create(current, dataset, calibration)
         store = open_store(self.dir)
         if exists:
             recorded = store.fingerprint()
@@ -172,14 +180,12 @@ class Tuner:
             settings.check_outputs(outputs(Path(self.config.model)))
         self.gate_warning = gate_warning(settings)
 
-    def _create(self, current: dict, dataset: object) -> None:
+    def _create(self, current: dict, dataset: object, calibration: object) -> None:
         from gptuner_core.storage import open_store
 
         ws, cfg = self.ws, self.config
-        from gptuner_core.engine.inputs import calibration_rows
-
         ws.write_config(cfg.to_json())
-        sha = store_inputs(ws, dataset, calibration_rows(cfg, self.specs, dataset))  # type: ignore[arg-type]
+        sha = store_inputs(ws, dataset, calibration)  # type: ignore[arg-type]
         store_measure_feeds(ws, self.feeds)
         staging = ws.prepare_creation()
         with open_store(staging) as store:
@@ -213,23 +219,25 @@ class Tuner:
         prestart(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
         return evaluator
 
-    def _strategy(self, store: StudyStore) -> Strategy:
+    def _plan_strategy(self) -> Strategy:
+        """The strategy with its warm-start routes: built before a new study is written, so a bad
+        option or an unreadable warm-start source is refused with nothing on disk."""
         from gptuner_core.strategies import get_strategy
+        from gptuner_core.strategies.warm_start import checked_warm_start
 
         cfg = self.config
-        warm = []
-        if cfg.warm_start:
-            from gptuner_core.strategies.warm_start import model_family
-            from gptuner_core.strategies.warm_start import warm_start_routes
-
-            warm = warm_start_routes(
-                cfg.warm_start, self.expr, db=self.db, model_family_name=model_family(cfg.to_json()),
-            )
-            store.add_event("warm_start", {"studies": list(cfg.warm_start), "routes": [str(r) for r in warm]})
+        self.warm = checked_warm_start(cfg, self.expr, self.db)
         return get_strategy(
-            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm,
+            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=self.warm,
             budgeted=bool(cfg.max_candidates or cfg.time_budget_s), **cfg.strategy_options,
         )
+
+    def _strategy(self, store: StudyStore) -> Strategy:
+        strategy = self._plan_strategy()
+        if self.config.warm_start:
+            store.add_event("warm_start", {"studies": list(self.config.warm_start),
+                                           "routes": [str(r) for r in self.warm]})
+        return strategy
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> TuneSummary:

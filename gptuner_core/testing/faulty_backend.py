@@ -104,6 +104,11 @@ class FaultyBackend(Backend):
             for i in sess.get_inputs()
         ]
 
+    def output_names(self, model: Path) -> list[str] | None:
+        from gptuner_core.backends._base import onnx_output_names
+
+        return onnx_output_names(model)
+
     def environment(self) -> dict[str, str]:
         import onnxruntime as ort
 

@@ -143,6 +143,11 @@ class OnnxRuntimeBackend(Backend):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return M.input_specs(M.load_model(model))
 
+    def output_names(self, model: Path) -> list[str] | None:
+        from gptuner_core.backends._base import onnx_output_names
+
+        return onnx_output_names(model)
+
     def environment(self) -> dict[str, str]:
         import onnxruntime as ort
 

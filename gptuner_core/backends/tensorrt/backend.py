@@ -88,6 +88,11 @@ class TensorRTBackend(Backend):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return onnx_input_specs(model)
 
+    def output_names(self, model: Path) -> list[str] | None:
+        from gptuner_core.backends._base import onnx_output_names
+
+        return onnx_output_names(model)
+
     def environment(self) -> dict[str, str]:
         import tensorrt as trt
 

@@ -146,6 +146,11 @@ class TrtexecBackend(Backend):
     def input_specs(self, model: Path) -> list[TensorSpec]:
         return onnx_input_specs(model)
 
+    def output_names(self, model: Path) -> list[str] | None:
+        from gptuner_core.backends._base import onnx_output_names
+
+        return onnx_output_names(model)
+
     def environment(self) -> dict[str, str]:
         from gptuner_core.backends.tensorrt.backend import gpu_environment
 

@@ -1,0 +1,56 @@
+"""Where a command may write: never over a study's own files.
+
+``gptuner export ST --trtexec-cache ST/study.sqlite`` once replaced the store with a tuning cache
+(the study was lost). Every path a command writes (an export, a report, a bundle, ``--output``) is
+checked here first, symlinks and ``..`` resolved: the study folder itself, its store and config,
+its inputs and logs, and everything under its managed sub-folders are refused.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+from gptuner_core.errors import ConfigError
+
+
+#: files of a study folder that belong to the study (engine.workspace's layout)
+OWN_FILES = (
+    "study.sqlite", "study.sqlite-wal", "study.sqlite-shm", "study.sqlite-journal", "study.json",
+    "inputs.npz", "calibration.npz", "labels.npy", "golden.npz", "reference.json", "stop",
+    "tuner.log", "tuner.pid", "measure_shape_*.npz", ".creating*", ".study.json.tmp*",
+)
+#: sub-folders the study manages (candidates, drift baselines, re-validation, pairwise runs)
+OWN_FOLDERS = ("candidates", "baselines", "revalidation", "pairwise")
+
+
+def own_part(study: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
+    """The part of the study ``path`` would overwrite (``"study.sqlite"``, ``"candidates/..."``,
+    ``"the study folder"``), or ``None`` when it is not one of the study's own files."""
+    root = Path(study).resolve()
+    target = Path(path).resolve()
+    if target == root:
+        return "the study folder"
+    if root.is_relative_to(target):
+        return f"a folder holding the study ({target})"
+    try:
+        rel = target.relative_to(root)
+    except ValueError:
+        return None
+    first = rel.parts[0]
+    if first in OWN_FOLDERS or (len(rel.parts) == 1 and any(fnmatch.fnmatch(first, p) for p in OWN_FILES)):
+        return rel.as_posix()
+    return None
+
+
+def check_destination(study: str | os.PathLike[str], path: str | os.PathLike[str], flag: str) -> None:
+    """Refuse (ConfigError, one line) a destination that is one of ``study``'s own files."""
+    part = own_part(study, path)
+    if part is not None:
+        msg = (f"{flag} '{path}' is the study's own {part} in '{study}' (expected a path outside "
+               "the study's files, e.g. beside its folder; writing there would destroy the study)")
+        raise ConfigError(msg)
+
+
+__all__ = ["OWN_FILES", "OWN_FOLDERS", "check_destination", "own_part"]
