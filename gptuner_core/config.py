@@ -111,6 +111,12 @@ def _check_measurement(options: dict[str, Any]) -> None:
         raise ConfigError(msg) from None
 
 
+def check_measurement(options: dict[str, Any]) -> dict[str, Any]:
+    """``--measure-option`` settings checked alone, for commands that check them first (``gate``)."""
+    _check_measurement(options)
+    return options
+
+
 def _check_inputs(cfg: StudyConfig) -> None:
     """The input options parse (names are checked against the model when the study opens)."""
     from gptuner_core.shapes import parse_batch_axes
@@ -196,6 +202,8 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "drift_every", low=0, low_ok=True, integer=True)
     _check_number(cfg, "profile_runs", low=0, low_ok=True, integer=True)
     _check_number(cfg, "max_task_drop", low=0, low_ok=True, optional=True)
+    _check_number(cfg, "build_workers", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "workers", low=1, low_ok=True, integer=True)
     if cfg.max_task_drop is not None and cfg.task_metric is None:
         msg = "--max-task-drop needs --task-metric (top1 or module:function)"
         raise ConfigError(msg)
@@ -344,9 +352,16 @@ class StudyConfig:
             msg = f"study configuration has unknown field(s) {unknown} (known: {sorted(names)})"
             raise ConfigError(msg)
         data = dict(data)
+        if not isinstance(data.get("model"), str) or not data["model"]:
+            msg = f"study configuration needs 'model' (a model file or module:factory; got {data.get('model')!r})"
+            raise ConfigError(msg)
         for name in ("warm_start", "gate_outputs", "measure_shapes"):
             if name in data:
-                data[name] = tuple(data[name] or ())
+                value = data[name] or ()
+                if isinstance(value, str) or not isinstance(value, list | tuple):
+                    msg = f"study configuration field '{name}' must be a list (got {value!r})"
+                    raise ConfigError(msg)
+                data[name] = tuple(value)
         return cls(**data)
 
     def replace(self, **changes: Any) -> StudyConfig:

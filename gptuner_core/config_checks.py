@@ -8,6 +8,7 @@ same knobs, calibration data) run in ``engine.tuner.Tuner``'s plan, still before
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +41,10 @@ def check_output_names(cfg: StudyConfig) -> None:
     for flag, name in named:
         if not isinstance(name, str) or not name.strip():
             msg = f"{flag} must name a model output (expected a non-empty output name; got {name!r})"
+            raise ConfigError(msg)
+    for name, eps in (cfg.output_epsilons or {}).items():
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
+            msg = f"--epsilon {name}={eps} must be a finite number > 0 (got {eps!r} for output '{name}')"
             raise ConfigError(msg)
 
 

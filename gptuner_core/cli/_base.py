@@ -43,9 +43,11 @@ class Command:
     #: argument names (dests) whose value may be empty (``gate --route ''``: the default route);
     #: every other empty value is refused before the command runs (``--study ''`` was the cwd)
     empty_ok: ClassVar[tuple[str, ...]] = ()
-    #: written path (dest) -> the study it must not overwrite (dest): refused when it is one of
-    #: that study's own files (``export ST --trtexec-cache ST/study.sqlite`` destroyed the study)
-    destinations: ClassVar[dict[str, str]] = {}
+    #: written path (dest) -> the study it must not overwrite (dest, or None): refused when it is
+    #: one of that study's own files or of any study it lies in (``export ST --trtexec-cache
+    #: ST/study.sqlite`` destroyed the study); ``output_suffixes``: siblings written beside it
+    destinations: ClassVar[dict[str, str | None]] = {}
+    output_suffixes: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare the command's arguments on its own sub-parser."""
@@ -99,9 +101,9 @@ def _flag(parser: argparse.ArgumentParser, dest: str) -> tuple[str, str]:
         if action.dest == dest:
             names = sorted(action.option_strings, key=len)
             flag = names[-1] if names else str(action.metavar or dest.upper())
-            takes = str(action.metavar or dest.upper()) if names else "a value"
+            takes = str(action.metavar or dest.upper()) if names else str(action.help or "a value")
             return flag, takes
-    return dest, "a value"
+    return dest.upper(), "a value"
 
 
 def check_arguments(command: Command, parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -118,9 +120,11 @@ def check_arguments(command: Command, parser: argparse.ArgumentParser, args: arg
     from gptuner_core.engine.destinations import check_destination
 
     for dest, study_dest in command.destinations.items():
-        target, study = getattr(args, dest, None), getattr(args, study_dest, None)
-        if target and study:
-            check_destination(study, target, _flag(parser, dest)[0])
+        target = getattr(args, dest, None)
+        study = getattr(args, study_dest, None) if study_dest else None
+        if target:
+            check_destination(study, target, _flag(parser, dest)[0],
+                              suffixes=command.output_suffixes.get(dest, ("",)))
 
 
 # -- knob databases -----------------------------------------------------------------------

@@ -73,6 +73,7 @@ class GateCommand(Command):
     )
     value_options = ("--route",)
     empty_ok = ("route",)
+    destinations = {"json": None, "junit": None, "markdown": None, "workdir": None}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("baseline", metavar="BASELINE", help="bundle folder ('gptuner bundle')")
@@ -132,9 +133,11 @@ class GateCommand(Command):
             raise UsageError(msg)
         for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
             _check_writable(flag, path)
+        from gptuner_core.config import check_measurement
+
+        measurement = check_measurement(parse_kv(args.measure_option, "--measure-option"))
         bundle = load_bundle(args.baseline)
-        config, current, specs = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"),
-                                            route=args.route)
+        config, current, specs = _candidate(bundle, model, measurement, route=args.route)
         if args.workdir:  # a fresh folder per run inside it: runs never share process folders
             Path(args.workdir).mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix="gate-", dir=Path(args.workdir).absolute()))

@@ -196,6 +196,7 @@ class TuneCommand(Command):
     )
     value_options = ("--expr",)
     destinations = {"output": "study"}
+    output_suffixes = {"output": (".json", ".bundle", "")}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from gptuner_core.strategies import DEFAULT_STRATEGY

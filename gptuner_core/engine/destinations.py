@@ -44,13 +44,32 @@ def own_part(study: str | os.PathLike[str], path: str | os.PathLike[str]) -> str
     return None
 
 
-def check_destination(study: str | os.PathLike[str], path: str | os.PathLike[str], flag: str) -> None:
-    """Refuse (ConfigError, one line) a destination that is one of ``study``'s own files."""
-    part = own_part(study, path)
-    if part is not None:
-        msg = (f"{flag} '{path}' is the study's own {part} in '{study}' (expected a path outside "
-               "the study's files, e.g. beside its folder; writing there would destroy the study)")
-        raise ConfigError(msg)
+#: what ``tune --output X`` writes: the artifact, its ``X.json`` sidecar and the ``X.bundle`` folder
+OUTPUT_SUFFIXES = ("", ".json", ".bundle")
 
 
-__all__ = ["OWN_FILES", "OWN_FOLDERS", "check_destination", "own_part"]
+def _studies_around(target: Path) -> list[Path]:
+    """Study folders ``target`` is in or is (a folder holding study.sqlite or study.json)."""
+    return [p for p in [target, *target.parents]
+            if (p / "study.sqlite").exists() or (p / "study.json").exists()]
+
+
+def check_destination(
+    study: str | os.PathLike[str] | None, path: str | os.PathLike[str], flag: str,
+    *, suffixes: tuple[str, ...] = ("",),
+) -> None:
+    """Refuse (ConfigError, one line) a destination that is one of ``study``'s own files, or of
+    any other study it lies in (``tune --output OTHER/study.sqlite`` overwrote another study);
+    ``suffixes``: the sibling paths the command writes too (``X.json`` beside ``X``)."""
+    for suffix in suffixes:
+        target = Path(f"{os.fspath(path)}{suffix}")
+        roots = [Path(study)] if study is not None else []
+        for root in [*roots, *_studies_around(target.resolve())]:
+            part = own_part(root, target)
+            if part is not None:
+                msg = (f"{flag} '{path}' would write over the study's own {part} in '{root}' "
+                       "(expected a path outside the study's files, e.g. beside its folder)")
+                raise ConfigError(msg)
+
+
+__all__ = ["OUTPUT_SUFFIXES", "OWN_FILES", "OWN_FOLDERS", "check_destination", "own_part"]

@@ -139,6 +139,7 @@ class Tuner:
         if not exists:  # a new study, or one whose creation a kill cut short
             # the whole plan is checked before the first write: inputs, calibration, outputs,
             # the strategy with its options and warm-start sources, the --output destination
+            from gptuner_core.engine.destinations import OUTPUT_SUFFIXES
             from gptuner_core.engine.destinations import check_destination
             from gptuner_core.engine.inputs import calibration_rows
 
@@ -148,7 +149,7 @@ class Tuner:
             self._check_gate()
             self._plan_strategy()
             if cfg.output:
-                check_destination(self.dir, cfg.output, "--output")
+                check_destination(self.dir, cfg.output, "--output", suffixes=OUTPUT_SUFFIXES)
                 check_output_path(cfg.output)
             self._create(current, dataset, calibration)
         store = open_store(self.dir)
