@@ -224,7 +224,8 @@ class TuneCommand(Command):
         parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE",
                             help="strategy option (see 'gptuner strategies')")
         parser.add_argument("--warm-start", action="append", metavar="STUDY",
-                            help="seed with the best routes of an earlier study (repeatable)")
+                            help="seed with the best routes of an earlier study of the same knob "
+                            "database or model family (repeatable; checked before anything is written)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--dataset", metavar="NPZ", help="named inputs (+ labels) as .npz")
         parser.add_argument("--batch-size", type=int, default=1)
@@ -276,14 +277,16 @@ class TuneCommand(Command):
                             help="build the next proposals in K processes while one candidate is "
                             "measured (0 = chosen from cores and memory; 1 = one at a time)")
         parser.add_argument("--ray", metavar="auto|ADDRESS",
-                            help="run candidates on Ray workers, one per device (pip install 'gptuner[ray]')")
+                            help="run candidates on Ray workers, one per device (pip install 'gptuner[ray]'): "
+                            "auto, local, HOST:PORT or ray://HOST[:PORT]")
         parser.add_argument("--workers", type=int, default=1, metavar="N", help="Ray workers (devices)")
         parser.add_argument("--normalize", action="store_true",
                             help="allow different devices: speed-ups against each device's own default")
         parser.add_argument("--profile-runs", type=int, default=10, metavar="N",
                             help="per-layer profile runs after each candidate's latency samples "
                             "(a separate session; 0 = no profile)")
-        parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json)")
+        parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json, "
+                            "+ .bundle); never a study's own file")
         parser.add_argument("--quiet", action="store_true")
 
     def run(self, args: argparse.Namespace) -> int:

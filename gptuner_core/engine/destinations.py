@@ -33,7 +33,7 @@ def own_part(study: str | os.PathLike[str], path: str | os.PathLike[str]) -> str
     if target == root:
         return "the study folder"
     if root.is_relative_to(target):
-        return f"a folder holding the study ({target})"
+        return "a folder holding the study"
     try:
         rel = target.relative_to(root)
     except ValueError:
@@ -66,10 +66,17 @@ def check_destination(
         roots = [Path(study)] if study is not None else []
         for root in [*roots, *_studies_around(target.resolve())]:
             part = own_part(root, target)
-            if part is not None:
-                msg = (f"{flag} '{path}' would write over the study's own {part} in '{root}' "
-                       "(expected a path outside the study's files, e.g. beside its folder)")
-                raise ConfigError(msg)
+            if part is None:
+                continue
+            if part == "the study folder":
+                what = f"is the study folder '{root}', which already holds a study"
+            elif part.startswith("a folder holding"):
+                what = f"is {part} '{root}'"
+            else:
+                what = f"would write over {part}, a file of the study in '{root}'"
+            msg = (f"{flag} '{path}' {what} (expected a path outside the study's own files, "
+                   "e.g. beside its folder)")
+            raise ConfigError(msg)
 
 
 __all__ = ["OUTPUT_SUFFIXES", "OWN_FILES", "OWN_FOLDERS", "check_destination", "own_part"]
