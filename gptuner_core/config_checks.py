@@ -1,5 +1,5 @@
 """Study settings checked before anything is written, beyond single numbers (``config.validate``
-calls :func:`check_settings`): output names, the strategy and its options, warm-start sources,
+calls :func:`check_settings`): output names, the strategy and its options, warm-start paths,
 the Ray address and zero-row shapes. Each refusal is one line: what, expected, found.
 
 Checks that need the model or the dataset (outputs that exist, readable warm-start studies of the
@@ -26,7 +26,7 @@ def check_settings(cfg: StudyConfig) -> None:
     """The checks of this module, in the order a user reads the flags."""
     check_output_names(cfg)
     check_strategy(cfg.search, cfg.strategy_options)
-    check_warm_start(cfg.warm_start)
+    check_warm_start(cfg.warm_start, read=False)
     check_ray_address(cfg.ray)
     check_batch_rows(cfg)
 
@@ -72,12 +72,14 @@ def check_strategy(name: Any, options: Any) -> None:
     validate_options(name, cls.options, options)
 
 
-def check_warm_start(sources: Any) -> None:
-    """Each ``--warm-start`` source is a study folder or a recording file (read in the plan)."""
+def check_warm_start(sources: Any, *, read: bool = True) -> None:
+    """``--warm-start`` sources are paths; with ``read``, each is a study folder or a recording
+    file. Only a new study's plan reads them: a stored configuration (a bundle's on a CI machine)
+    still loads when the sources it was warm-started from are gone."""
     if isinstance(sources, str) or not all(isinstance(s, str) and s for s in sources):
         msg = f"--warm-start takes study folders (got {sources!r})"
         raise ConfigError(msg)
-    for source in sources:
+    for source in sources if read else ():
         path = Path(source)
         if path.is_dir():
             if not (path / "study.sqlite").is_file():

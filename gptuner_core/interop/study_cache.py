@@ -182,6 +182,7 @@ def import_cache(path: str | Path, study_dir: str | Path) -> int:
 
     cache = read_tuning_cache(path)
     check_routes(cache, f"tuning cache '{path}'")
+    records = cache_to_records(cache)  # everything computed before the folder is made
     study = Path(study_dir)
     if (study / "study.sqlite").exists():
         msg = f"study folder '{study}' already holds a study; import into a new folder"
@@ -203,7 +204,6 @@ def import_cache(path: str | Path, study_dir: str | Path) -> int:
     with open_store(study) as store:
         store.init_study(config, fingerprint)
         store.set_meta("knob_db", _knob_db(h).to_json())
-        records = cache_to_records(cache)
         for rec in records:
             store.put_candidate(rec)
         best = cache.best()

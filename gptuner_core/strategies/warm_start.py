@@ -87,6 +87,9 @@ def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase)
     from gptuner_core.errors import GptunerError
     from gptuner_core.recording import load_recording
 
+    from gptuner_core.config_checks import check_warm_start
+
+    check_warm_start(config.warm_start)
     family = model_family(config.to_json())
     for source in config.warm_start:
         try:

@@ -74,7 +74,7 @@ def _with_value(base: list[str], flag: str, value: str | None) -> list[str]:
 def _generated() -> list[tuple[list[str], list[str]]]:
     cases = []
     for name, base in VALID.items():
-        empty_ok = cli.load_command(name).empty_ok
+        empty_ok = getattr(cli.load_command(name), "empty_ok", ())
         for flag, dest in _value_flags(name):
             if dest not in empty_ok:
                 cases.append((_with_value(base, flag, ""), [flag]))

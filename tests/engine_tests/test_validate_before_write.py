@@ -256,3 +256,13 @@ class TestDestinationIsNotTheStudysOwnFile:
         target = tmp_path / "cache.jsonl"
         assert main(["export", str(finished_study), "--trtexec-cache", str(target)]) == 0
         assert target.is_file()
+
+
+def test_a_stored_configuration_loads_when_its_warm_start_source_is_gone(tmp_path, tiny_model):
+    """Only a new study's plan reads --warm-start sources: a bundle's or an old study's stored
+    configuration (read by gate, retune, --continue's fingerprint check) still loads."""
+    from gptuner_core.config import StudyConfig
+
+    cfg = StudyConfig.from_json({"model": str(tiny_model), "expression": "-ort:threads=[0|1]",
+                                 "epsilon": 0.001, "warm_start": [str(tmp_path / "gone")]})
+    assert cfg.warm_start == (str(tmp_path / "gone"),)
