@@ -83,11 +83,10 @@ def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase)
     ``tuner_version`` nor this model family), is refused (ConfigError naming the flag)."""
     if not config.warm_start:
         return []
+    from gptuner_core.config_checks import check_warm_start
     from gptuner_core.errors import ConfigError
     from gptuner_core.errors import GptunerError
     from gptuner_core.recording import load_recording
-
-    from gptuner_core.config_checks import check_warm_start
 
     check_warm_start(config.warm_start)
     family = model_family(config.to_json())
