@@ -228,13 +228,15 @@ class Tuner:
 
         cfg = self.config
         self.warm = checked_warm_start(cfg, self.expr, self.db)
-        return get_strategy(
+        self.planned = get_strategy(
             cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=self.warm,
             budgeted=bool(cfg.max_candidates or cfg.time_budget_s), **cfg.strategy_options,
         )
+        return self.planned
 
     def _strategy(self, store: StudyStore) -> Strategy:
-        strategy = self._plan_strategy()
+        planned = getattr(self, "planned", None)  # built by a new study's plan, unused until now
+        strategy = planned if planned is not None else self._plan_strategy()
         if self.config.warm_start:
             store.add_event("warm_start", {"studies": list(self.config.warm_start),
                                            "routes": [str(r) for r in self.warm]})
