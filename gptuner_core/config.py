@@ -49,7 +49,7 @@ def _check_number(cfg: StudyConfig, name: str, *, low: float | None, low_ok: boo
     if low is not None:
         bounds.append(f"{'>=' if low_ok else '>'} {low:g}")
     if high is not None:
-        bounds.append(f"< {high:g}")
+        bounds.append(f"< {high}" if integer else f"< {high:g}")
     expected = f"{kind} {' and '.join(bounds)}".strip()
     ok = _is_number(value) and math.isfinite(value) and (not integer or float(value).is_integer())
     if ok and low is not None:
@@ -190,7 +190,7 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "atol", low=0, low_ok=True)
     _check_number(cfg, "rtol", low=0, low_ok=True)
     _check_number(cfg, "batch_size", low=1, low_ok=True, integer=True)
-    _check_number(cfg, "seed", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "seed", low=0, low_ok=True, high=2**32, integer=True)  # numpy's legacy seeds
     _check_number(cfg, "max_candidates", low=1, low_ok=True, integer=True, optional=True)
     _check_number(cfg, "time_budget_s", low=0, low_ok=False, optional=True)
     _check_number(cfg, "target_speedup", low=0, low_ok=False, optional=True)

@@ -126,6 +126,8 @@ TUNE_CASES: list[tuple[list[str], list[str]]] = [
     (_tune("--shapes", "x:abc"), ["--shapes", "'abc'"]),
     (_tune("--shapes", "x:-1x16"), ["--shapes", "'-1x16'"]),
     (_tune("--shapes", "x:1x16,x:2x16"), ["given twice"]),
+    (_tune("--shapes", "x:99999999999999999999999x16"), ["--shapes", "99999999999999999999999x16", "<= 2147483647"]),
+    (_tune("--seed", "99999999999999999999999"), ["--seed", "< 4294967296", "99999999999999999999999"]),
     (_tune("--shapes", "nope"), ["--shapes", "nope"]),
     (_tune("--batch-axes", "x:-1"), ["batch axis", "'-1'"]),
     (_tune("--batch-axes", "x:abc"), ["batch axis", "'abc'"]),
