@@ -78,21 +78,27 @@ class Command:
         raise NotImplementedError
 
 
-def at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer >= ``minimum`` (``explain --runs -1`` was accepted)."""
+def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum`` (and <= ``maximum``); ``explain --runs -1``
+    was accepted."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
-            msg = f"expected an integer >= {minimum} (got {text!r})"
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            bound = f" and <= {maximum}" if maximum is not None else ""
+            msg = f"expected an integer >= {minimum}{bound} (got {text!r})"
             raise argparse.ArgumentTypeError(msg)
         return value
 
     parse.__name__ = f"integer >= {minimum}"
     return parse
+
+
+#: a candidate number (what a study's store can hold: SQLite's 64-bit integers)
+candidate_number = at_least(0, 2**63 - 1)
 
 
 def _flag(parser: argparse.ArgumentParser, dest: str) -> tuple[str, str]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import at_least
+from gptuner_core.cli._base import candidate_number
 
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ class RevalidateCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("a", type=at_least(0), metavar="A", help="the reference candidate")
-        parser.add_argument("b", type=at_least(0), metavar="B", help="the candidate compared with A")
+        parser.add_argument("a", type=candidate_number, metavar="A", help="the reference candidate")
+        parser.add_argument("b", type=candidate_number, metavar="B", help="the candidate compared with A")
         parser.add_argument("--max-rounds", type=at_least(2), metavar="N",
                             help="round budget (default: the study's --revalidate-rounds)")
         parser.add_argument("--run-dir", metavar="DIR",
