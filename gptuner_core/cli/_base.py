@@ -112,6 +112,22 @@ def _flag(parser: argparse.ArgumentParser, dest: str) -> tuple[str, str]:
     return dest.upper(), "a value"
 
 
+def given_flags(args: argparse.Namespace, *, besides: set[str]) -> list[str]:
+    """The flags (and positionals) given a value other than their default, ``besides`` these
+    dests: what a mode that ignores them (``tune --config``) must refuse rather than drop."""
+    parser = getattr(args, "_parser", None)
+    if parser is None:
+        return []
+    out = []
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+        if action.dest in besides or action.dest == "help" or not hasattr(args, action.dest):
+            continue
+        if getattr(args, action.dest) != action.default:
+            names = sorted(action.option_strings, key=len)
+            out.append(names[-1] if names else str(action.metavar or action.dest.upper()))
+    return out
+
+
 def check_arguments(command: Command, parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The checks every command shares, before it runs: no empty values (an empty path is the
     current folder), no destination over a study's own files."""

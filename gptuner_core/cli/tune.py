@@ -206,7 +206,7 @@ class TuneCommand(Command):
         parser.add_argument("--study", required=True, metavar="DIR", help="study folder")
         parser.add_argument("--config", metavar="JSON",
                             help="the whole study configuration as a study.json (StudyConfig "
-                            "fields, as the dashboard writes it); other settings are ignored")
+                            "fields, as the dashboard writes it); other settings are refused")
         parser.add_argument("--continue", dest="resume", action="store_true",
                             help="resume the study in --study (settings come from the study)")
         parser.add_argument("--force", action="store_true",
@@ -298,6 +298,14 @@ class TuneCommand(Command):
         if args.resume:
             config = resume_config(study, args)
         elif args.config:
+            from gptuner_core.cli._base import given_flags
+
+            ignored = given_flags(args, besides={"study", "config", "force", "quiet"})
+            if ignored:
+                msg = (f"--config takes the whole study configuration from the file, so other settings "
+                       f"would be ignored (expected only --study, --force, --quiet beside it; found "
+                       f"{', '.join(ignored)})")
+                raise UsageError(msg)
             config = config_from_file(args.config)
         else:
             config = config_from_args(args)

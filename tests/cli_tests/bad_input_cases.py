@@ -157,6 +157,8 @@ TUNE_CASES: list[tuple[list[str], list[str]]] = [
     (["tune", "--study", "{ns}", "--continue"], ["nothing to continue"]),
     # --config files
     (["tune", "--study", "{new}", "--config", "{none}"], ["--config", "cannot read"]),
+    (["tune", "--study", "{new}", "--config", "{cfg_ok}", "--epsilon", "0.5"], ["--config", "ignored", "--epsilon"]),
+    (["tune", "{m}", "--study", "{new}", "--config", "{cfg_ok}", "--search", "full"], ["MODEL", "--search"]),
     (["tune", "--study", "{new}", "--config", "{nj}"], ["--config", "not valid JSON"]),
     (["tune", "--study", "{new}", "--config", "{lj}"], ["--config", "expected a JSON object", "list"]),
     (["tune", "--study", "{new}", "--config", "{deep}"], ["--config"]),

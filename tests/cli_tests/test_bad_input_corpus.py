@@ -164,7 +164,7 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
     base = {"model": str(model), "backend": "gptuner_core.testing.faulty_backend:FaultyBackend",
             "expression": "-ort:threads=[0|1]", "epsilon": 0.001, "dataset": str(tmp / "ds.npz")}
     for name, change in {
-        "unknown_field": {"bogus": 1}, "backend_os": {"backend": "os:system"}, "epsilon_str": {"epsilon": "x"},
+        "ok": {}, "unknown_field": {"bogus": 1}, "backend_os": {"backend": "os:system"}, "epsilon_str": {"epsilon": "x"},
         "batch_negative": {"batch_size": -1}, "options_list": {"strategy_options": [1]},
         "search_bogus": {"search": "bogus"}, "warm_string": {"warm_start": 7}, "shapes_int": {"measure_shapes": [1]},
         "measurement_list": {"measurement": [1]}, "no_model": {"model": None}, "keep_bogus": {"keep_artifacts": "bogus"},
