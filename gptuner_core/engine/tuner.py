@@ -123,7 +123,6 @@ class Tuner:
     def _open(self) -> StudyStore:
         from gptuner_core.storage import open_store
 
-        cfg = self.config
         self.ws.check_usable()
         current = self._describe()
         exists = self.ws.has_study()
@@ -137,21 +136,7 @@ class Tuner:
             msg = f"nothing to continue: no study in '{self.dir}' (expected {self.ws.store})"
             raise StoreError(msg)
         if not exists:  # a new study, or one whose creation a kill cut short
-            # the whole plan is checked before the first write: inputs, calibration, outputs,
-            # the strategy with its options and warm-start sources, the --output destination
-            from gptuner_core.engine.destinations import OUTPUT_SUFFIXES
-            from gptuner_core.engine.destinations import check_destination
-            from gptuner_core.engine.inputs import calibration_rows
-
-            dataset = load_inputs(cfg, self.specs)
-            calibration = calibration_rows(cfg, self.specs, dataset)
-            self.feeds = measure_feeds(cfg, self.specs, dataset)
-            self._check_gate()
-            self._plan_strategy()
-            if cfg.output:
-                check_destination(self.dir, cfg.output, "--output", suffixes=OUTPUT_SUFFIXES)
-                check_output_path(cfg.output)
-            self._create(current, dataset, calibration)
+            self._create(current, *self._plan())
         store = open_store(self.dir)
         if exists:
             recorded = store.fingerprint()
@@ -166,6 +151,35 @@ class Tuner:
             if dropped:
                 store.add_event("resume", {"rerun": dropped})
         return store
+
+    def _plan(self) -> tuple[object, object]:
+        """A new study's whole plan, checked before its first write: inputs, calibration, the
+        outputs the gate names, the strategy with its options and warm-start sources, the
+        --output destination. Returns (dataset, calibration rows)."""
+        from gptuner_core.engine.destinations import OUTPUT_SUFFIXES
+        from gptuner_core.engine.destinations import check_destination
+        from gptuner_core.engine.inputs import calibration_rows
+
+        cfg = self.config
+        dataset = load_inputs(cfg, self.specs)
+        calibration = calibration_rows(cfg, self.specs, dataset)
+        self.feeds = measure_feeds(cfg, self.specs, dataset)
+        self._check_gate()
+        self._plan_strategy()
+        if cfg.output:
+            check_destination(self.dir, cfg.output, "--output", suffixes=OUTPUT_SUFFIXES)
+            check_output_path(cfg.output)
+        return dataset, calibration
+
+    def check_new(self) -> None:
+        """Everything a new study in this folder needs, checked without writing anything (the
+        dashboard's launch calls it before it writes ``study.json``); raises GptunerError."""
+        self.ws.check_usable()
+        self._describe()
+        if self.ws.has_study():
+            msg = f"study folder '{self.dir}' already holds a study (resume it, or choose another name)"
+            raise ConfigError(msg)
+        self._plan()
 
     def _check_gate(self) -> None:
         """Gated outputs must exist; a new study without any gate is refused unless it asked

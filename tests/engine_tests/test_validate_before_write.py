@@ -266,3 +266,21 @@ def test_a_stored_configuration_loads_when_its_warm_start_source_is_gone(tmp_pat
     cfg = StudyConfig.from_json({"model": str(tiny_model), "expression": "-ort:threads=[0|1]",
                                  "epsilon": 0.001, "warm_start": [str(tmp_path / "gone")]})
     assert cfg.warm_start == (str(tmp_path / "gone"),)
+
+
+def test_the_dashboards_launch_checks_the_whole_plan_before_writing(tmp_path, tiny_model, tiny_dataset):
+    """The dashboard's New run writes STUDY/study.json, then starts the tuner detached: a plan the
+    tuner would refuse (an output the model lacks, garbage calibration data) left a folder behind."""
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.process.launch import launch_config
+    from gptuner_core.errors import GptunerError
+
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"not a zip")
+    base = StudyConfig(model=str(tiny_model), backend=FAULTY, expression="-ort:threads=[0|1]",
+                       epsilon=1e-3, dataset=str(tiny_dataset))
+    for bad, fragment in ((base.replace(gate_outputs=("nope",)), "'nope'"),
+                          (base.replace(calibration=str(garbage)), "garbage.npz")):
+        with pytest.raises(GptunerError, match=fragment):
+            launch_config(bad, tmp_path / "study")
+        assert not (tmp_path / "study").exists()
