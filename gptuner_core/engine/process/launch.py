@@ -124,7 +124,7 @@ def request_stop(study_dir: str | Path) -> None:
 
     ws = StudyWorkspace(study_dir)
     if not ws.root.is_dir():
-        msg = f"no study folder '{ws.root}'"
+        msg = f"no study folder '{ws.root}' (expected the folder of a running study)"
         raise ConfigError(msg)
     if not is_running(ws.root):
         msg = f"no tuner is running on '{ws.root}': nothing to stop (a stop request is only for a running study)"
