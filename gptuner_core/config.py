@@ -70,10 +70,13 @@ def _check_task_metric(spec: str) -> None:
     module, func = _check_spec_format(spec)
     if not module:
         return
+    from gptuner_core.config_checks import check_defines
+
     if module.endswith(".py"):
         if not Path(module).is_file():
             msg = f"--task-metric {spec!r}: file '{module}' not found (expected path/to/metrics.py:function)"
             raise ConfigError(msg)
+        check_defines(Path(module), func, f"--task-metric {spec!r}")
         return
     try:
         found = importlib.util.find_spec(module)
@@ -85,6 +88,8 @@ def _check_task_metric(spec: str) -> None:
     if found is None:
         msg = f"--task-metric {spec!r}: cannot find module '{module}' ({reason}); expected 'top1' or module:function"
         raise ConfigError(msg)
+    if found.origin and found.origin.endswith(".py"):
+        check_defines(Path(found.origin), func, f"--task-metric {spec!r}")
 
 
 def _check_measurement(options: dict[str, Any]) -> None:

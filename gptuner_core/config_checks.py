@@ -31,6 +31,35 @@ def check_settings(cfg: StudyConfig) -> None:
     check_batch_rows(cfg)
 
 
+def check_defines(source: Path, name: str, what: str) -> None:
+    """``source`` (a Python file) defines ``name`` at its top level, read with ``ast`` (nothing
+    of it runs): a typo in ``metrics.py:accurcy`` is refused before the study, not in every
+    candidate. A file that defines names dynamically (``__getattr__``, ``import *``) passes."""
+    import ast
+
+    try:
+        tree = ast.parse(source.read_bytes(), filename=str(source))
+    except (OSError, SyntaxError, ValueError) as exc:
+        msg = f"{what}: '{source}' cannot be read as Python ({type(exc).__name__}: {exc})"
+        raise ConfigError(msg) from None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif not isinstance(node, ast.Expr):
+            return  # if/try/with/for at the top level: names it may define are not followed
+    if name in names or "*" in names or "__getattr__" in names:
+        return
+    shown = sorted(n for n in names if not n.startswith("_"))[:10]
+    msg = f"{what}: '{source}' defines no '{name}' (expected a function {name}(outputs, labels); found {shown})"
+    raise ConfigError(msg)
+
+
 def check_output_names(cfg: StudyConfig) -> None:
     """``--epsilon NAME=EPS``, ``--gate-outputs`` and ``--task-output`` name outputs: non-empty
     strings (whether the model has them is checked against the model before the study starts)."""

@@ -135,6 +135,8 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
     (tmp / "notjson.json").write_text("{nope")
     (tmp / "list.json").write_text("[1, 2]")
     (tmp / "expr.txt").write_text("-ort:threads=[0|1]\n")
+    (tmp / "metrics.py").write_text("import numpy as np\n\ndef accuracy(outputs, labels):\n    return 1.0\n")
+    (tmp / "broken.py").write_text("def f(:\n")
     (tmp / "notastudy").mkdir()
     (tmp / "notastudy" / "notes.txt").write_text("hi")
     shutil.copy(DATA / "trt_knobs_small.json", tmp / "db.json")
@@ -178,7 +180,8 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "g": "garbage.npz", "e": "empty.txt", "t": "text.txt", "deep": "deep.json", "nj": "notjson.json",
         "lj": "list.json", "x": "expr.txt", "ns": "notastudy", "db": "db.json", "db2": "db2.json",
         "c": "cache.jsonl", "s": "study", "b": "bundle", "slink": "slink", "new": "new_study",
-        "newdir": "new_dir", "out": "out.file", "none": "missing.file",
+        "newdir": "new_dir", "out": "out.file", "none": "missing.file", "metrics": "metrics.py",
+        "broken_py": "broken.py",
     }
     values = {k: str(tmp / v) for k, v in names.items()}
     values.update({p.stem: str(p) for p in tmp.glob("c*_*.json*")})
