@@ -1,8 +1,10 @@
 """Issue 24, item 1: every input is checked before anything is written.
 
-Each case below is quoted in the issue; each test failed on the code before the fix (the study
-was written first, a traceback escaped, or the input was accepted and gave a wrong study). A
-refusal is one ``gptuner: error: ...`` line, exit 2, and the folder holds what it held before.
+Each case below is quoted in the issue; each test failed on the code before the fix (fe5c4bc: the
+study was written first, a traceback escaped, or the input was accepted and gave a wrong study),
+as did the dashboard-launch test at the end; the stored-configuration test is a guard that the
+new checks do not refuse what was already recorded. A refusal is one ``gptuner: error: ...`` line,
+exit 2, and the folder holds what it held before.
 """
 
 from __future__ import annotations
