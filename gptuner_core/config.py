@@ -49,7 +49,7 @@ def _check_number(cfg: StudyConfig, name: str, *, low: float | None, low_ok: boo
     if low is not None:
         bounds.append(f"{'>=' if low_ok else '>'} {low:g}")
     if high is not None:
-        bounds.append(f"< {high:g}")
+        bounds.append(f"< {high}" if integer else f"< {high:g}")
     expected = f"{kind} {' and '.join(bounds)}".strip()
     ok = _is_number(value) and math.isfinite(value) and (not integer or float(value).is_integer())
     if ok and low is not None:
@@ -70,10 +70,13 @@ def _check_task_metric(spec: str) -> None:
     module, func = _check_spec_format(spec)
     if not module:
         return
+    from gptuner_core.config_checks import check_defines
+
     if module.endswith(".py"):
         if not Path(module).is_file():
             msg = f"--task-metric {spec!r}: file '{module}' not found (expected path/to/metrics.py:function)"
             raise ConfigError(msg)
+        check_defines(Path(module), func, f"--task-metric {spec!r}")
         return
     try:
         found = importlib.util.find_spec(module)
@@ -85,6 +88,8 @@ def _check_task_metric(spec: str) -> None:
     if found is None:
         msg = f"--task-metric {spec!r}: cannot find module '{module}' ({reason}); expected 'top1' or module:function"
         raise ConfigError(msg)
+    if found.origin and found.origin.endswith(".py"):
+        check_defines(Path(found.origin), func, f"--task-metric {spec!r}")
 
 
 def _check_measurement(options: dict[str, Any]) -> None:
@@ -109,6 +114,12 @@ def _check_measurement(options: dict[str, Any]) -> None:
     except (TypeError, ValueError) as exc:
         msg = f"--measure-option: {exc}"
         raise ConfigError(msg) from None
+
+
+def check_measurement(options: dict[str, Any]) -> dict[str, Any]:
+    """``--measure-option`` settings checked alone, for commands that check them first (``gate``)."""
+    _check_measurement(options)
+    return options
 
 
 def _check_inputs(cfg: StudyConfig) -> None:
@@ -184,7 +195,7 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "atol", low=0, low_ok=True)
     _check_number(cfg, "rtol", low=0, low_ok=True)
     _check_number(cfg, "batch_size", low=1, low_ok=True, integer=True)
-    _check_number(cfg, "seed", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "seed", low=0, low_ok=True, high=2**32, integer=True)  # numpy's legacy seeds
     _check_number(cfg, "max_candidates", low=1, low_ok=True, integer=True, optional=True)
     _check_number(cfg, "time_budget_s", low=0, low_ok=False, optional=True)
     _check_number(cfg, "device_wait_s", low=0, low_ok=True, optional=True)
@@ -197,12 +208,17 @@ def validate(cfg: StudyConfig) -> None:
     _check_number(cfg, "drift_every", low=0, low_ok=True, integer=True)
     _check_number(cfg, "profile_runs", low=0, low_ok=True, integer=True)
     _check_number(cfg, "max_task_drop", low=0, low_ok=True, optional=True)
+    _check_number(cfg, "build_workers", low=0, low_ok=True, integer=True)
+    _check_number(cfg, "workers", low=1, low_ok=True, integer=True)
     if cfg.max_task_drop is not None and cfg.task_metric is None:
         msg = "--max-task-drop needs --task-metric (top1, detection, topk, tokens or module:function)"
         raise ConfigError(msg)
     if cfg.task_metric is not None:
         _check_task_metric(cfg.task_metric)
     _check_inputs(cfg)
+    from gptuner_core.config_checks import check_settings
+
+    check_settings(cfg)  # output names, strategy options, warm-start sources, Ray address, rows
     cfg.scale_out().validated()
     cfg.accuracy_settings()  # the gate's own checks (per-output epsilons, task output)
     if not isinstance(cfg.measurement, dict):
@@ -346,9 +362,16 @@ class StudyConfig:
             msg = f"study configuration has unknown field(s) {unknown} (known: {sorted(names)})"
             raise ConfigError(msg)
         data = dict(data)
+        if not isinstance(data.get("model"), str) or not data["model"]:
+            msg = f"study configuration needs 'model' (a model file or module:factory; got {data.get('model')!r})"
+            raise ConfigError(msg)
         for name in ("warm_start", "gate_outputs", "measure_shapes"):
             if name in data:
-                data[name] = tuple(data[name] or ())
+                value = data[name] or ()
+                if isinstance(value, str) or not isinstance(value, list | tuple):
+                    msg = f"study configuration field '{name}' must be a list (got {value!r})"
+                    raise ConfigError(msg)
+                data[name] = tuple(value)
         return cls(**data)
 
     def replace(self, **changes: Any) -> StudyConfig:

@@ -6,6 +6,7 @@ A plug-in declares its options as ``name -> Option``; the same declaration drive
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +16,15 @@ from gptuner_core.errors import GptunerError
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Option:
-    """One declared option. ``type`` coerces given values (``None``: taken as given)."""
+    """One declared option. ``type`` coerces given values (``None``: taken as given);
+    ``minimum``/``maximum`` bound a number (inclusive), which must also be finite."""
 
     description: str
     default: Any
     type: type | None = str
     choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,7 +32,21 @@ class Option:
             "default": self.default,
             "type": self.type.__name__ if self.type is not None else "any",
             "choices": list(self.choices) if self.choices is not None else None,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
         }
+
+    def out_of_range(self, value: Any) -> str | None:
+        """What a number must be when ``value`` is not (``None`` when it is fine)."""
+        if self.type not in (int, float) or value is None:
+            return None
+        bounds = [f">= {b:g}" for b in (self.minimum,) if b is not None]
+        bounds += [f"<= {b:g}" for b in (self.maximum,) if b is not None]
+        expected = f"a finite {self.type.__name__}" + (f" {' and '.join(bounds)}" if bounds else "")
+        ok = math.isfinite(value)
+        ok = ok and (self.minimum is None or value >= self.minimum)
+        ok = ok and (self.maximum is None or value <= self.maximum)
+        return None if ok else expected
 
 
 def _coerce(value: Any, kind: type) -> Any:
@@ -41,6 +59,8 @@ def _coerce(value: Any, kind: type) -> Any:
         raise ValueError(value)
     if kind in (int, float) and isinstance(value, bool):
         raise ValueError(value)
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)  # 1.5 is not an int (int() would cut it to 1)
     return kind(value)
 
 
@@ -67,11 +87,15 @@ def validate_options(
         if value is not None and opt.type is not None and not isinstance(value, opt.type):
             try:
                 value = _coerce(value, opt.type)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 msg = f"{kind} '{name}' option '{key}' must be {opt.type.__name__} (got {value!r})"
                 raise error(msg) from None
         if opt.choices is not None and value not in opt.choices:
             msg = f"{kind} '{name}' option '{key}' must be one of {list(opt.choices)} (got {value!r})"
+            raise error(msg)
+        expected = opt.out_of_range(value)
+        if expected is not None:
+            msg = f"{kind} '{name}' option '{key}' must be {expected} (got {value!r})"
             raise error(msg)
         out[key] = value
     return out

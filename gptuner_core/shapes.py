@@ -125,6 +125,10 @@ _EXAMPLES = {
 }
 
 
+#: the largest dimension a shape option takes (TensorRT's int32 dimensions)
+MAX_DIM = 2**31 - 1
+
+
 def parse_shapes(text: str, *, option: str = "--shapes") -> dict[str, tuple[int, ...]]:
     """``"x:1x3x224x224,sr:"`` -> ``{"x": (1, 3, 224, 224), "sr": ()}`` (trtexec syntax)."""
     out: dict[str, tuple[int, ...]] = {}
@@ -139,10 +143,10 @@ def parse_shapes(text: str, *, option: str = "--shapes") -> dict[str, tuple[int,
             dims = tuple(int(d) for d in value.lower().split("x"))
         except ValueError:
             dims = ()
-        if not dims or any(d < 0 for d in dims):
+        if not dims or any(d < 0 or d > MAX_DIM for d in dims):
             msg = (
                 f"{option}: shape {value!r} of input '{name}' is not DIMxDIMx... with integers "
-                f">= 0 (e.g. {_EXAMPLES.get(option, _EXAMPLES['--shapes'])}; a scalar is "
+                f">= 0 and <= {MAX_DIM} (e.g. {_EXAMPLES.get(option, _EXAMPLES['--shapes'])}; a scalar is "
                 f"'{name}:scalar')"
             )
             raise DatasetError(msg)

@@ -168,8 +168,8 @@ class TestTolerance:
         with pytest.raises(TuningCacheError) as info:
             parse_tuning_cache("\n".join(lines), source="'c.jsonl'")
         assert str(info.value) == (
-            "tuning cache 'c.jsonl': line 2: field 'gpu_time' must be a number of milliseconds "
-            'or null (got string "fast")'
+            "tuning cache 'c.jsonl': line 2: field 'gpu_time' must be a finite number of milliseconds "
+            '> 0, or null (got string "fast")'
         )
 
     def test_missing_row_field(self):

@@ -86,7 +86,17 @@ def load_backend(spec: str, options: dict[str, Any] | None = None) -> Backend:
     if ":" in spec:
         from gptuner_core.registry import import_target
 
-        return import_target(spec)(options or {})
+        try:
+            cls = import_target(spec)
+        except (ImportError, AttributeError, ValueError) as exc:
+            msg = f"--backend '{spec}' cannot be imported (expected module:Class of a Backend; {exc})"
+            raise ConfigError(msg) from None
+        if not (isinstance(cls, type) and issubclass(cls, Backend)):
+            kind = f"class {cls.__name__}" if isinstance(cls, type) else type(cls).__name__
+            msg = (f"--backend '{spec}' is not a backend (expected module:Class naming a subclass of "
+                   f"gptuner_core.backends.Backend; found a {kind})")
+            raise ConfigError(msg)
+        return cls(options or {})
     return get_backend(spec, options or {})
 
 

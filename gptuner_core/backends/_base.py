@@ -244,3 +244,4 @@ class Backend(abc.ABC):
     def repro(self, model: Path, route: Route) -> dict[str, str]:
         """Commands that reproduce this candidate outside gptuner, keyed by kind ("shell", ...)."""
         return {}
+

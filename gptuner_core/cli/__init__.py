@@ -6,6 +6,8 @@ command whose import fails breaks only itself and is reported when it is used.
 
 Usage and input errors print one line, ``gptuner: error: <message>``, to stderr and exit with
 status 2; argparse's own errors are routed the same way. No traceback is printed for them.
+Before a command runs, :func:`~gptuner_core.cli._base.check_arguments` refuses empty values and
+destinations that are a study's own files (nothing is written before that).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def _build_parser(selected: str | None) -> tuple[_Parser, dict[str, Command], di
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         command.add_arguments(sub)
-        sub.set_defaults(_command=command)
+        sub.set_defaults(_command=command, _parser=sub)
         commands[name] = command
     return parser, commands, broken
 
@@ -149,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command is None:
             parser.print_help(sys.stderr)
             return 2
+        from gptuner_core.cli._base import check_arguments
+
+        check_arguments(command, args._parser, args)
         return int(command.run(args) or 0)
     except _UsageExit as exc:
         return _error(str(exc))

@@ -19,6 +19,7 @@ from gptuner_core.errors import GptunerError
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from collections.abc import Sequence
 
     from gptuner_core.knobs import KnobDatabase
@@ -39,6 +40,14 @@ class Command:
     description: ClassVar[str] = ""
     #: options taking a value that may start with '-' (``--expr -k=[a|b]``): joined as ``--opt=v``
     value_options: ClassVar[tuple[str, ...]] = ()
+    #: argument names (dests) whose value may be empty (``gate --route ''``: the default route);
+    #: every other empty value is refused before the command runs (``--study ''`` was the cwd)
+    empty_ok: ClassVar[tuple[str, ...]] = ()
+    #: written path (dest) -> the study it must not overwrite (dest, or None): refused when it is
+    #: one of that study's own files or of any study it lies in (``export ST --trtexec-cache
+    #: ST/study.sqlite`` destroyed the study); ``output_suffixes``: siblings written beside it
+    destinations: ClassVar[dict[str, str | None]] = {}
+    output_suffixes: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare the command's arguments on its own sub-parser."""
@@ -67,6 +76,77 @@ class Command:
     def run(self, args: argparse.Namespace) -> int:
         """Do the work; return the exit status. Raise GptunerError for user errors."""
         raise NotImplementedError
+
+
+def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum`` (and <= ``maximum``); ``explain --runs -1``
+    was accepted."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            bound = f" and <= {maximum}" if maximum is not None else ""
+            msg = f"expected an integer >= {minimum}{bound} (got {text!r})"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+#: a candidate number (what a study's store can hold: SQLite's 64-bit integers)
+candidate_number = at_least(0, 2**63 - 1)
+
+
+def _flag(parser: argparse.ArgumentParser, dest: str) -> tuple[str, str]:
+    """The flag a user typed for ``dest`` (``--study``, or the positional's metavar) and what it takes."""
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+        if action.dest == dest:
+            names = sorted(action.option_strings, key=len)
+            flag = names[-1] if names else str(action.metavar or dest.upper())
+            takes = str(action.metavar or dest.upper()) if names else str(action.help or "a value")
+            return flag, takes
+    return dest.upper(), "a value"
+
+
+def given_flags(args: argparse.Namespace, *, besides: set[str]) -> list[str]:
+    """The flags (and positionals) given a value other than their default, ``besides`` these
+    dests: what a mode that ignores them (``tune --config``) must refuse rather than drop."""
+    parser = getattr(args, "_parser", None)
+    if parser is None:
+        return []
+    out = []
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+        if action.dest in besides or action.dest == "help" or not hasattr(args, action.dest):
+            continue
+        if getattr(args, action.dest) != action.default:
+            names = sorted(action.option_strings, key=len)
+            out.append(names[-1] if names else str(action.metavar or action.dest.upper()))
+    return out
+
+
+def check_arguments(command: Command, parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The checks every command shares, before it runs: no empty values (an empty path is the
+    current folder), no destination over a study's own files."""
+    for dest, value in vars(args).items():
+        if dest.startswith("_") or dest in command.empty_ok:
+            continue
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            flag, takes = _flag(parser, dest)
+            msg = f"{command.name}: {flag} is empty (expected {takes}; got {value!r})"
+            raise UsageError(msg)
+    from gptuner_core.engine.destinations import check_destination
+
+    for dest, study_dest in command.destinations.items():
+        target = getattr(args, dest, None)
+        study = getattr(args, study_dest, None) if study_dest else None
+        if target:
+            check_destination(study, target, _flag(parser, dest)[0],
+                              suffixes=command.output_suffixes.get(dest, ("",)))
 
 
 # -- knob databases -----------------------------------------------------------------------

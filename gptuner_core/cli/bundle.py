@@ -12,6 +12,7 @@ from typing import Any
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import UsageError
+from gptuner_core.cli._base import at_least
 
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 class BundleCommand(Command):
     name = "bundle"
+    destinations = {"output": "study"}
     help = "write a study's recommended artifact + baseline evidence as a verified bundle"
     description = (
         "Copy the recommended candidate's artifact (the default route when nothing won), its\n"
@@ -74,6 +76,8 @@ class GateCommand(Command):
         "example:\n  gptuner gate baseline/ --model model.onnx --junit gate.xml --markdown gate.md"
     )
     value_options = ("--route",)
+    empty_ok = ("route",)
+    destinations = {"json": None, "junit": None, "markdown": None, "workdir": None}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("baseline", metavar="BASELINE", help="bundle folder ('gptuner bundle')")
@@ -86,8 +90,8 @@ class GateCommand(Command):
                             "bundle's route rebuilt on the bundled model); default: the bundle's inputs")
         parser.add_argument("--threshold", default="0.05", help="practical threshold (default 0.05 = 5%%)")
         parser.add_argument("--confidence", default="0.95", help="confidence of the interval (default 0.95)")
-        parser.add_argument("--min-rounds", type=int, default=4)
-        parser.add_argument("--max-rounds", type=int, default=20)
+        parser.add_argument("--min-rounds", type=at_least(2), default=4)
+        parser.add_argument("--max-rounds", type=at_least(2), default=20)
         parser.add_argument("--time-budget", metavar="DURATION", help="e.g. 5m (then inconclusive)")
         parser.add_argument("--measure-option", action="append", metavar="KEY=VALUE",
                             help="measurement setting for every process, e.g. max_time_s=0.5")
@@ -97,7 +101,7 @@ class GateCommand(Command):
                             help="give up (exit 2) when the measuring device stays busy this long "
                             "(default: wait, printing who holds it)")
         parser.add_argument("--workdir", metavar="DIR", help="keep the gate's processes' folders here")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=at_least(0), default=0)
         parser.add_argument("--json", metavar="FILE")
         parser.add_argument("--junit", metavar="FILE", help="JUnit XML (one test case)")
         parser.add_argument("--markdown", metavar="FILE", help="a pull-request comment")
@@ -133,9 +137,11 @@ class GateCommand(Command):
             raise UsageError(msg)
         for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
             _check_writable(flag, path)
+        from gptuner_core.config import check_measurement
+
+        measurement = check_measurement(parse_kv(args.measure_option, "--measure-option"))
         bundle = load_bundle(args.baseline)
-        config, current, specs = _candidate(bundle, model, parse_kv(args.measure_option, "--measure-option"),
-                                            route=args.route)
+        config, current, specs = _candidate(bundle, model, measurement, route=args.route)
         if args.workdir:  # a fresh folder per run inside it: runs never share process folders
             Path(args.workdir).mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix="gate-", dir=Path(args.workdir).absolute()))

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import UsageError
+from gptuner_core.cli._base import at_least
+from gptuner_core.cli._base import candidate_number
 from gptuner_core.cli._base import format_table
 from gptuner_core.cli._base import shorten
 
@@ -76,11 +78,11 @@ class DiffCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("a", metavar="A", type=int, help="candidate number (e.g. 0, the default)")
-        parser.add_argument("b", metavar="B", type=int, help="candidate number")
+        parser.add_argument("a", metavar="A", type=candidate_number, help="candidate number (e.g. 0, the default)")
+        parser.add_argument("b", metavar="B", type=candidate_number, help="candidate number")
         parser.add_argument("--capture", action="store_true",
                             help="profile candidates without profile.json from their artifacts first")
-        parser.add_argument("--runs", type=int, default=30, help="profiled runs when capturing (default 30)")
+        parser.add_argument("--runs", type=at_least(1), default=30, help="profiled runs when capturing (default 30)")
         parser.add_argument("--all", action="store_true", help="show every aligned group")
 
     def run(self, args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from gptuner_core.cli._base import Command
+from gptuner_core.cli._base import UsageError
 
 
 TAGS = {"ok": "[ok]  ", "FAIL": "[FAIL]", "skip": "[skip]", "info": "  [info]"}
@@ -43,6 +44,7 @@ def render(checks: list, passed: bool) -> str:
 
 class DoctorCommand(Command):
     name = "doctor"
+    destinations = {"workdir": None}
     help = "check TensorRT, cuda-python and trtexec here; build and run a tiny model; print a report"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -53,6 +55,9 @@ class DoctorCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.backends.tensorrt.doctor_checks import Doctor
 
+        if args.workdir and Path(args.workdir).exists() and not Path(args.workdir).is_dir():
+            msg = f"--workdir '{args.workdir}' is not a folder (expected a folder for the tiny model and engines)"
+            raise UsageError(msg)
         with tempfile.TemporaryDirectory(prefix="gptuner-doctor-") as tmp:
             workdir = Path(args.workdir) if args.workdir else Path(tmp)
             doctor = Doctor(workdir, trtexec=not args.no_trtexec)

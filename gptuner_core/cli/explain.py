@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import UsageError
+from gptuner_core.cli._base import at_least
+from gptuner_core.cli._base import candidate_number
 from gptuner_core.cli._base import format_table
 from gptuner_core.cli._base import shorten
 
@@ -93,10 +95,10 @@ class ExplainCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("number", metavar="N", type=int, nargs="?", help="candidate (default: winner)")
+        parser.add_argument("number", metavar="N", type=candidate_number, nargs="?", help="candidate (default: winner)")
         parser.add_argument("--capture", action="store_true",
                             help="profile the two candidates from their artifacts if they have no profile.json")
-        parser.add_argument("--runs", type=int, default=30, help="profiled runs when capturing (default 30)")
+        parser.add_argument("--runs", type=at_least(1), default=30, help="profiled runs when capturing (default 30)")
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.cli.diff import ensure_profiles

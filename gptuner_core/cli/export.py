@@ -10,11 +10,13 @@ from gptuner_core.cli._base import Command
 class ExportCommand(Command):
     name = "export"
     help = "export a study as a trtexec tuning cache (JSONL), resumable by 'trtexec --continue'"
+    destinations = {"trtexec_cache": "study"}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="DIR")
         parser.add_argument("--trtexec-cache", required=True, metavar="FILE",
-                            help="write the study here in trtexec's --tuningCacheFile format")
+                            help="write the study here in trtexec's --tuningCacheFile format "
+                            "(outside the study's own files)")
         parser.add_argument("--all-rows", action="store_true",
                             help="write every candidate in evaluation order (viewable, not resumable)")
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import UsageError
+from gptuner_core.cli._base import at_least
 
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class ReplayCommand(Command):
                             help=f"strategies to replay, comma-separated (default: {DEFAULT_STRATEGY})")
         parser.add_argument("--budget", default="20%", metavar="N|P%",
                             help="builds, or a percentage of the full space (default: 20%%)")
-        parser.add_argument("--seeds", type=int, default=1, metavar="K",
+        parser.add_argument("--seeds", type=at_least(1), default=1, metavar="K",
                             help="replay seeds 0..K-1 (default: 1)")
         parser.add_argument("--strategy-option", action="append", default=[], metavar="KEY=VALUE")
         parser.add_argument("--warm-start", action="append", default=[], metavar="STUDY_OR_RECORDING",

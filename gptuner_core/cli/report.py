@@ -9,6 +9,7 @@ from gptuner_core.cli._base import Command
 
 class ReportCommand(Command):
     name = "report"
+    destinations = {"output": "study"}
     help = "write a study as one self-contained HTML report (figures embedded, no network)"
     description = (
         "Verdict, accuracy x latency, speed-ups with CIs, knob effects, measurement health, the\n"

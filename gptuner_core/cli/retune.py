@@ -8,10 +8,12 @@ from pathlib import Path
 
 from gptuner_core.cli._base import Command
 from gptuner_core.cli._base import UsageError
+from gptuner_core.cli._base import at_least
 
 
 class RetuneCommand(Command):
     name = "retune"
+    destinations = {"study": "old"}
     help = "re-tune after a model/shape/device/software change: re-check the old win, then search warm-started"
     description = (
         "First re-validates the old study's winning route against the new default route on the\n"
@@ -26,8 +28,8 @@ class RetuneCommand(Command):
         parser.add_argument("--study", required=True, metavar="DIR", help="the new study folder")
         parser.add_argument("--dataset", metavar="NPZ", help="inputs for the new model (default: the old study's)")
         parser.add_argument("--time-budget", metavar="DURATION", help="e.g. 10m")
-        parser.add_argument("--max-candidates", type=int)
-        parser.add_argument("--check-rounds", type=int, default=8,
+        parser.add_argument("--max-candidates", type=at_least(1))
+        parser.add_argument("--check-rounds", type=at_least(2), default=8,
                             help="round budget of the old-winner check (default 8)")
         parser.add_argument("--measure-option", action="append", metavar="KEY=VALUE")
         parser.add_argument("--quiet", action="store_true")

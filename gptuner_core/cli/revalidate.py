@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.cli._base import Command
+from gptuner_core.cli._base import at_least
+from gptuner_core.cli._base import candidate_number
 
 
 if TYPE_CHECKING:
@@ -28,9 +30,9 @@ class RevalidateCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("a", type=int, metavar="A", help="the reference candidate")
-        parser.add_argument("b", type=int, metavar="B", help="the candidate compared with A")
-        parser.add_argument("--max-rounds", type=int, metavar="N",
+        parser.add_argument("a", type=candidate_number, metavar="A", help="the reference candidate")
+        parser.add_argument("b", type=candidate_number, metavar="B", help="the candidate compared with A")
+        parser.add_argument("--max-rounds", type=at_least(2), metavar="N",
                             help="round budget (default: the study's --revalidate-rounds)")
         parser.add_argument("--run-dir", metavar="DIR",
                             help="the run's folder (measurements, state.json with its progress); "

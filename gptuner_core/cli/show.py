@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gptuner_core.cli._base import Command
+from gptuner_core.cli._base import at_least
 from gptuner_core.records.verdict_text import SCREENING
 
 
@@ -165,7 +166,7 @@ class ShowCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="DIR")
-        parser.add_argument("--limit", type=int)
+        parser.add_argument("--limit", type=at_least(0), help="list at most N candidates")
         parser.add_argument("--json", action="store_true", help="print the records as JSON lines")
 
     def run(self, args: argparse.Namespace) -> int:

@@ -51,6 +51,8 @@ def parse_epsilons(items: list[str] | None) -> tuple[float | None, dict[str, flo
         name, eq, value = item.rpartition("=")
         try:
             number = float(value)
+            if eq and not name.strip():
+                raise ValueError(item)  # '=0.1': no output named
         except ValueError:
             msg = f"--epsilon takes a number or OUTPUT=number (got {item!r})"
             raise UsageError(msg) from None
@@ -207,6 +209,8 @@ class TuneCommand(Command):
         "      --study runs/yolo"
     )
     value_options = ("--expr",)
+    destinations = {"output": "study"}
+    output_suffixes = {"output": (".json", ".bundle", "")}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from gptuner_core.strategies import DEFAULT_STRATEGY
@@ -216,7 +220,7 @@ class TuneCommand(Command):
         parser.add_argument("--study", required=True, metavar="DIR", help="study folder")
         parser.add_argument("--config", metavar="JSON",
                             help="the whole study configuration as a study.json (StudyConfig "
-                            "fields, as the dashboard writes it); other settings are ignored")
+                            "fields, as the dashboard writes it); other settings are refused")
         parser.add_argument("--continue", dest="resume", action="store_true",
                             help="resume the study in --study (settings come from the study)")
         parser.add_argument("--force", action="store_true",
@@ -234,7 +238,8 @@ class TuneCommand(Command):
         parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE",
                             help="strategy option (see 'gptuner strategies')")
         parser.add_argument("--warm-start", action="append", metavar="STUDY",
-                            help="seed with the best routes of an earlier study (repeatable)")
+                            help="seed with the best routes of an earlier study of the same knob "
+                            "database or model family (repeatable; checked before anything is written)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--dataset", metavar="NPZ", help="named inputs (+ labels) as .npz")
         parser.add_argument("--batch-size", type=int, default=1)
@@ -298,14 +303,16 @@ class TuneCommand(Command):
                             help="build the next proposals in K processes while one candidate is "
                             "measured (0 = chosen from cores and memory; 1 = one at a time)")
         parser.add_argument("--ray", metavar="auto|ADDRESS",
-                            help="run candidates on Ray workers, one per device (pip install 'gptuner[ray]')")
+                            help="run candidates on Ray workers, one per device (pip install 'gptuner[ray]'): "
+                            "auto, local, HOST:PORT or ray://HOST[:PORT]")
         parser.add_argument("--workers", type=int, default=1, metavar="N", help="Ray workers (devices)")
         parser.add_argument("--normalize", action="store_true",
                             help="allow different devices: speed-ups against each device's own default")
         parser.add_argument("--profile-runs", type=int, default=10, metavar="N",
                             help="per-layer profile runs after each candidate's latency samples "
                             "(a separate session; 0 = no profile)")
-        parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json)")
+        parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json, "
+                            "+ .bundle); never a study's own file")
         parser.add_argument("--quiet", action="store_true")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -317,6 +324,14 @@ class TuneCommand(Command):
         if args.resume:
             config = resume_config(study, args)
         elif args.config:
+            from gptuner_core.cli._base import given_flags
+
+            ignored = given_flags(args, besides={"study", "config", "force", "quiet"})
+            if ignored:
+                msg = (f"--config takes the whole study configuration from the file, so other settings "
+                       f"would be ignored (expected only --study, --force, --quiet beside it; found "
+                       f"{', '.join(ignored)})")
+                raise UsageError(msg)
             config = config_from_file(args.config)
         else:
             config = config_from_args(args)

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
 

@@ -65,14 +65,15 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
     with open_store(ws.root, readonly=True) as store:
         cfg = StudyConfig.from_json(store.config())
         recs = {n: store.candidate(n) for n in (a, b)}
+    missing = [n for n, rec in recs.items() if rec is None]
+    if missing:  # both numbers checked before either record is looked at
+        msg = f"candidate #{missing[0]} is not in the study '{ws.root}'"
+        raise ConfigError(msg)
     for n, rec in recs.items():
-        if rec is None:
-            msg = f"candidate #{n} is not in the study '{ws.root}'"
-            raise ConfigError(msg)
+        assert rec is not None
         if not rec.eligible:
             msg = (f"candidate #{n} is {rec.state.value}: only candidates that built, measured "
                    "and passed the accuracy gate can be compared")
-            raise ConfigError(msg)
             raise ConfigError(msg)
         gone = not rec.artifact_path or not Path(rec.artifact_path).exists()
         if gone and not (rec.artifact_path and needs_rebuild(rec.artifact_path, {})):  # pruned: rebuilt

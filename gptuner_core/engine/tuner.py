@@ -126,7 +126,6 @@ class Tuner:
     def _open(self) -> StudyStore:
         from gptuner_core.storage import open_store
 
-        cfg = self.config
         self.ws.check_usable()
         current = self._describe()
         exists = self.ws.has_study()
@@ -140,12 +139,7 @@ class Tuner:
             msg = f"nothing to continue: no study in '{self.dir}' (expected {self.ws.store})"
             raise StoreError(msg)
         if not exists:  # a new study, or one whose creation a kill cut short
-            dataset = load_inputs(cfg, self.specs)  # bad input is refused before any write
-            self.feeds = measure_feeds(cfg, self.specs, dataset)
-            self._check_gate()
-            if cfg.output:
-                check_output_path(cfg.output)
-            self._create(current, dataset)
+            self._create(current, *self._plan())
         store = open_store(self.dir)
         if exists:
             recorded = store.fingerprint()
@@ -160,6 +154,35 @@ class Tuner:
             if dropped:
                 store.add_event("resume", {"rerun": dropped})
         return store
+
+    def _plan(self) -> tuple[object, object]:
+        """A new study's whole plan, checked before its first write: inputs, calibration, the
+        outputs the gate names, the strategy with its options and warm-start sources, the
+        --output destination. Returns (dataset, calibration rows)."""
+        from gptuner_core.engine.destinations import OUTPUT_SUFFIXES
+        from gptuner_core.engine.destinations import check_destination
+        from gptuner_core.engine.inputs import calibration_rows
+
+        cfg = self.config
+        dataset = load_inputs(cfg, self.specs)
+        calibration = calibration_rows(cfg, self.specs, dataset)
+        self.feeds = measure_feeds(cfg, self.specs, dataset)
+        self._check_gate()
+        self._plan_strategy()
+        if cfg.output:
+            check_destination(self.dir, cfg.output, "--output", suffixes=OUTPUT_SUFFIXES)
+            check_output_path(cfg.output)
+        return dataset, calibration
+
+    def check_new(self) -> None:
+        """Everything a new study in this folder needs, checked without writing anything (the
+        dashboard's launch calls it before it writes ``study.json``); raises GptunerError."""
+        self.ws.check_usable()
+        self._describe()
+        if self.ws.has_study():
+            msg = f"study folder '{self.dir}' already holds a study (resume it, or choose another name)"
+            raise ConfigError(msg)
+        self._plan()
 
     def _check_gate(self) -> None:
         """Gated outputs must exist; a new study without any gate is refused unless it asked
@@ -188,14 +211,12 @@ class Tuner:
             store.add_event("warning", {"gate": text})
         return tuple(found)
 
-    def _create(self, current: dict, dataset: object) -> None:
+    def _create(self, current: dict, dataset: object, calibration: object) -> None:
         from gptuner_core.storage import open_store
 
         ws, cfg = self.ws, self.config
-        from gptuner_core.engine.inputs import calibration_rows
-
         ws.write_config(cfg.to_json())
-        sha = store_inputs(ws, dataset, calibration_rows(cfg, self.specs, dataset))  # type: ignore[arg-type]
+        sha = store_inputs(ws, dataset, calibration)  # type: ignore[arg-type]
         store_measure_feeds(ws, self.feeds)
         staging = ws.prepare_creation()
         with open_store(staging) as store:
@@ -229,23 +250,27 @@ class Tuner:
         prestart(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
         return evaluator
 
-    def _strategy(self, store: StudyStore) -> Strategy:
+    def _plan_strategy(self) -> Strategy:
+        """The strategy with its warm-start routes: built before a new study is written, so a bad
+        option or an unreadable warm-start source is refused with nothing on disk."""
         from gptuner_core.strategies import get_strategy
+        from gptuner_core.strategies.warm_start import checked_warm_start
 
         cfg = self.config
-        warm = []
-        if cfg.warm_start:
-            from gptuner_core.strategies.warm_start import model_family
-            from gptuner_core.strategies.warm_start import warm_start_routes
-
-            warm = warm_start_routes(
-                cfg.warm_start, self.expr, db=self.db, model_family_name=model_family(cfg.to_json()),
-            )
-            store.add_event("warm_start", {"studies": list(cfg.warm_start), "routes": [str(r) for r in warm]})
-        return get_strategy(
-            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm,
+        self.warm = checked_warm_start(cfg, self.expr, self.db)
+        self.planned = get_strategy(
+            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=self.warm,
             budgeted=bool(cfg.max_candidates or cfg.time_budget_s), **cfg.strategy_options,
         )
+        return self.planned
+
+    def _strategy(self, store: StudyStore) -> Strategy:
+        planned = getattr(self, "planned", None)  # built by a new study's plan, unused until now
+        strategy = planned if planned is not None else self._plan_strategy()
+        if self.config.warm_start:
+            store.add_event("warm_start", {"studies": list(self.config.warm_start),
+                                           "routes": [str(r) for r in self.warm]})
+        return strategy
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> TuneSummary:

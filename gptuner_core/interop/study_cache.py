@@ -9,6 +9,7 @@ that ``gptuner show`` and the dashboard open like any other.
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 DISPLAY = dict(ACCURACY_ALGORITHMS)
 CLI = {v: k for k, v in DISPLAY.items()}
+_KNOB = re.compile(r"-[^\s=\[\]|]+")
+_VALUE = re.compile(r"[^\s=\[\]|]+")
 CRASHED = (CandidateState.BUILD_FAILED, CandidateState.CRASHED, CandidateState.TIMED_OUT)
 
 
@@ -132,11 +135,54 @@ def cache_to_records(cache: TuningCache) -> list[CandidateRecord]:
     return out
 
 
+def check_routes(cache: TuningCache, label: str) -> None:
+    """The header's ``tuning_expr`` and ``default_build_route`` and every row's route parse with
+    trtexec's grammar (each knob taking the values the file itself uses), before any write."""
+    from gptuner_core.errors import ExpressionError
+    from gptuner_core.errors import GptunerError
+    from gptuner_core.errors import TuningCacheError
+    from gptuner_core.expression_grammar import split_values
+    from gptuner_core.expression_grammar import tokenize
+    from gptuner_core.expressions import Expression
+
+    h = cache.header
+    where, text = "line 1: field 'default_build_route'", h.default_build_route
+    try:
+        values: dict[str, set[str]] = {}
+        defaults = dict(Route.parse(h.default_build_route).assignments)
+        for number, row in enumerate(cache.rows, start=2):
+            where, text = f"line {number}: field 'build_route'", row.build_route
+            for name, value in Route.parse(row.build_route).assignments:
+                values.setdefault(name, set()).add(value)
+        where, text = "line 1: field 'tuning_expr'", h.tuning_expr
+        for token in tokenize(h.tuning_expr):
+            name, _, rest = token.partition("=")
+            inner = rest.strip()
+            listed = split_values(inner[1:-1]) if inner.startswith("[") and inner.endswith("]") else (inner,)
+            values.setdefault(name.strip(), set()).update(listed)
+        for name, value in defaults.items():
+            values.setdefault(name, set()).add(value)
+        odd = sorted(f"{n}={v}" for n, vs in values.items() for v in vs
+                     if not _KNOB.fullmatch(n) or not _VALUE.fullmatch(v))
+        if odd:
+            msg = f"{odd[0]} is not -knob=value (a knob name starting with '-', one value or [a|b])"
+            raise ExpressionError(msg)
+        knobs = [Knob(name=n, values=tuple(sorted(v)), default=defaults.get(n, min(v)))
+                 for n, v in values.items() if v]
+        if h.tuning_expr.strip():
+            Expression.parse(h.tuning_expr, KnobDatabase(h.tuner_version, knobs))
+    except GptunerError as exc:
+        msg = f"{label}: {where} {text!r} does not parse ({exc}); expected trtexec's route syntax"
+        raise TuningCacheError(msg) from None
+
+
 def import_cache(path: str | Path, study_dir: str | Path) -> int:
     """Create a study in ``study_dir`` from a trtexec tuning cache; return the rows imported."""
     from gptuner_core.storage import open_store
 
     cache = read_tuning_cache(path)
+    check_routes(cache, f"tuning cache '{path}'")
+    records = cache_to_records(cache)  # everything computed before the folder is made
     study = Path(study_dir)
     if (study / "study.sqlite").exists():
         msg = f"study folder '{study}' already holds a study; import into a new folder"
@@ -158,7 +204,6 @@ def import_cache(path: str | Path, study_dir: str | Path) -> int:
     with open_store(study) as store:
         store.init_study(config, fingerprint)
         store.set_meta("knob_db", _knob_db(h).to_json())
-        records = cache_to_records(cache)
         for rec in records:
             store.put_candidate(rec)
         best = cache.best()

@@ -22,6 +22,7 @@ skipped and reported in :attr:`TuningCache.warnings`; a malformed line elsewhere
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,14 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _finite(v: Any) -> bool:
+    """A number a double holds (``1e400`` reads as inf, ``10**400`` overflows a double)."""
+    try:
+        return _is_number(v) and math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
 def _parse_header(obj: Any, where: str) -> CacheHeader:
     if not isinstance(obj, dict):
         msg = f"{where}: the header must be a JSON object (got {_type_name(obj)})"
@@ -96,6 +105,9 @@ def _parse_header(obj: Any, where: str) -> CacheHeader:
             if not isinstance(obj[key], dict):
                 raise _bad(where, key, "an object", obj[key])
             kwargs[key] = obj[key]
+    for key, value in kwargs.get("accuracy_parameter", {}).items():
+        if key in ("atol", "rtol", "epsilon") and value is not None and not (_finite(value) and value >= 0):
+            raise _bad(where, f"accuracy_parameter.{key}", "a finite number >= 0 or null", value)
     if "argv" in obj:
         argv = obj["argv"]
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -125,12 +137,12 @@ def _parse_row(obj: Any, where: str, phase: int) -> CacheRow:
         raise _bad(where, "error_message", "a string", error)
     loss = obj.get("accuracy_loss")
     if loss is not None and (
-        not isinstance(loss, dict) or not all(_is_number(v) for v in loss.values())
+        not isinstance(loss, dict) or not all(_finite(v) and v >= 0 for v in loss.values())
     ):
-        raise _bad(where, "accuracy_loss", "null or an object of numbers", loss)
+        raise _bad(where, "accuracy_loss", "null or an object of finite numbers >= 0", loss)
     gpu = obj.get("gpu_time")
-    if gpu is not None and not _is_number(gpu):
-        raise _bad(where, "gpu_time", "a number of milliseconds or null", gpu)
+    if gpu is not None and not (_finite(gpu) and gpu > 0):
+        raise _bad(where, "gpu_time", "a finite number of milliseconds > 0, or null", gpu)
     return CacheRow(
         iter=it,
         build_route=obj["build_route"],

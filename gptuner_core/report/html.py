@@ -69,6 +69,13 @@ def write_report(study_dir: str | Path, out: str | Path) -> Path:
     from gptuner_core.report.content import study_report
 
     out = Path(out).absolute()
+    parent = next(p for p in out.parents if p.exists())
+    if out.is_dir() or not parent.is_dir():
+        from gptuner_core.errors import ConfigError
+
+        found = "a folder" if out.is_dir() else f"'{parent}' is a file"
+        msg = f"--output '{out}' cannot be the report (expected an .html file path in a folder; found {found})"
+        raise ConfigError(msg)
     text = render_html(study_report(study_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, text.encode("utf-8"))

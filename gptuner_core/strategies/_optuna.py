@@ -50,9 +50,11 @@ COMMON_OPTIONS: dict[str, StrategyOption] = {
         description="stop after this many routes of its own (0: until the space is exhausted)",
         default=0,
         type=int,
+        minimum=0,
     ),
     "n_startup_trials": StrategyOption(
-        description="random (or fast) trials before the model is used", default=10, type=int
+        description="random (or fast) trials before the model is used", default=10, type=int,
+        minimum=0,
     ),
     "startup": StrategyOption(
         description="first routes: Optuna's random startup, or trtexec's fast one-offs",
@@ -65,7 +67,8 @@ COMMON_OPTIONS: dict[str, StrategyOption] = {
         choices=("penalty", "fail"),
     ),
     "penalty_factor": StrategyOption(
-        description="penalty = this × the slowest latency seen", default=2.0, type=float
+        description="penalty = this × the slowest latency seen", default=2.0, type=float,
+        minimum=1.0,
     ),
     "accuracy_threshold": StrategyOption(
         description=(
@@ -74,11 +77,13 @@ COMMON_OPTIONS: dict[str, StrategyOption] = {
         ),
         default=0.0,
         type=float,
+        minimum=0.0,
     ),
     "max_retries": StrategyOption(
         description="re-asks when Optuna proposes an evaluated route, before a random one",
         default=20,
         type=int,
+        minimum=0,
     ),
 }
 

@@ -22,6 +22,7 @@ class GpStrategy(OptunaStrategy):
             description="re-asks when Optuna proposes an evaluated route, before a random one",
             default=2,
             type=int,
+            minimum=0,
         ),
     }
 

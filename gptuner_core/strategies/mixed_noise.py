@@ -33,6 +33,7 @@ class MixedNoiseStrategy(MixedStrategy):
             description="a one-off must beat the baseline by more than this factor (CI lower bound)",
             default=1.0,
             type=float,
+            minimum=0.0,
         ),
     }
 

@@ -18,7 +18,7 @@ class Nsga2Strategy(OptunaStrategy):
     options = {
         **{k: v for k, v in COMMON_OPTIONS.items() if k != "n_startup_trials"},
         "population_size": StrategyOption(
-            description="routes per generation", default=10, type=int
+            description="routes per generation", default=10, type=int, minimum=2
         ),
     }
     multi_objective = True

@@ -45,18 +45,23 @@ class RaceStrategy(Strategy):
             choices=("fast", "random"),
         ),
         "pool_size": StrategyOption(
-            description="number of random routes in the pool (pool=random)", default=32, type=int
+            description="number of random routes in the pool (pool=random)", default=32, type=int,
+            minimum=1,
         ),
-        "eta": StrategyOption(description="keep the best 1/eta per rung", default=3.0, type=float),
+        "eta": StrategyOption(description="keep the best 1/eta per rung", default=3.0, type=float,
+                              minimum=1.0),
         "min_scale": StrategyOption(
             description="measurement scale of rung 0 (1 = the full measurement)",
             default=0.25,
             type=float,
+            minimum=0.0,
+            maximum=1.0,
         ),
         "build_timeout_factor": StrategyOption(
             description="kill builds slower than this × the default route's build time (0: off)",
             default=3.0,
             type=float,
+            minimum=0.0,
         ),
     }
 

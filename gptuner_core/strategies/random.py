@@ -58,6 +58,7 @@ class RandomStrategy(Strategy):
             description="stop after this many routes of its own (0: until the space is exhausted)",
             default=0,
             type=int,
+            minimum=0,
         ),
     }
 

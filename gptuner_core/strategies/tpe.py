@@ -54,7 +54,8 @@ class FastTpeStrategy(TpeStrategy):
             choices=("random", "fast"),
         ),
         "n_startup_trials": StrategyOption(
-            description="random (or fast) trials before the model is used", default=0, type=int
+            description="random (or fast) trials before the model is used", default=0, type=int,
+            minimum=0,
         ),
         "climb": StrategyOption(
             description=(
@@ -72,6 +73,8 @@ class FastTpeStrategy(TpeStrategy):
             ),
             default=0.2,
             type=float,
+            minimum=0.0,
+            maximum=1.0,
         ),
     }
 

@@ -21,6 +21,7 @@ from gptuner_core.routes import Route
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from gptuner_core.config import StudyConfig
     from gptuner_core.expressions import Expression
     from gptuner_core.knobs import KnobDatabase
 
@@ -74,3 +75,31 @@ def warm_start_routes(
         if len(out) >= top_n:
             break
     return out
+
+
+def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase) -> list[Route]:
+    """:func:`warm_start_routes` of a study's ``--warm-start`` sources, each read first: an
+    unreadable source, or one tuned on other knobs (neither this knob database's
+    ``tuner_version`` nor this model family), is refused (ConfigError naming the flag)."""
+    if not config.warm_start:
+        return []
+    from gptuner_core.config_checks import check_warm_start
+    from gptuner_core.errors import ConfigError
+    from gptuner_core.errors import GptunerError
+    from gptuner_core.recording import load_recording
+
+    check_warm_start(config.warm_start)
+    family = model_family(config.to_json())
+    for source in config.warm_start:
+        try:
+            rec = load_recording(source)
+        except GptunerError as exc:
+            msg = f"--warm-start '{source}' is not a readable study ({exc})"
+            raise ConfigError(msg) from None
+        theirs = model_family(rec.config)
+        if rec.db.tuner_version != db.tuner_version and theirs != family:
+            msg = (f"--warm-start '{source}' was tuned on other knobs (expected knob database "
+                   f"{db.tuner_version} or model family '{family}'; found {rec.db.tuner_version} and "
+                   f"'{theirs}')")
+            raise ConfigError(msg)
+    return warm_start_routes(config.warm_start, space, db=db, model_family_name=family)

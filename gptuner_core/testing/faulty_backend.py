@@ -104,6 +104,15 @@ class FaultyBackend(Backend):
             for i in sess.get_inputs()
         ]
 
+    def output_specs(self, model: Path) -> list[TensorSpec] | None:
+        from gptuner_core.backends.onnxruntime.model import load_model
+        from gptuner_core.backends.onnxruntime.model import output_specs
+
+        try:
+            return output_specs(load_model(model, check=False))
+        except Exception:  # noqa: BLE001 - not an ONNX file: the build will say what it is
+            return None
+
     def environment(self) -> dict[str, str]:
         import onnxruntime as ort
 

@@ -183,7 +183,7 @@ class TestOptions:
         assert sum(d["default"] for d in desc.values()) == 1
         assert desc["race"]["options"]["eta"] == {
             "description": "keep the best 1/eta per rung", "default": 3.0, "type": "float",
-            "choices": None,
+            "choices": None, "minimum": 1.0, "maximum": None,
         }
 
 

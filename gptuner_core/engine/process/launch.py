@@ -46,14 +46,12 @@ def launch_config(config: StudyConfig, study_dir: str | Path) -> int:
     """Validate ``config`` (the CLI's own validation), write it as ``STUDY/study.json`` and start
     the tuner detached; return its pid."""
     from gptuner_core.config import StudyConfig as _Config
+    from gptuner_core.engine.tuner import Tuner
     from gptuner_core.engine.workspace import StudyWorkspace
 
     _Config.from_json(config.to_json())  # the same checks `gptuner tune --config` applies
     ws = StudyWorkspace(study_dir)
-    ws.check_usable()
-    if ws.has_study():
-        msg = f"study folder '{ws.root}' already holds a study (resume it, or choose another name)"
-        raise ConfigError(msg)
+    Tuner(config, ws.root).check_new()  # the tuner's whole plan, before study.json is written
     ws.write_config(config.to_json())
     return launch_detached(config_argv(ws.root), ws.root)
 
@@ -126,7 +124,7 @@ def request_stop(study_dir: str | Path) -> None:
 
     ws = StudyWorkspace(study_dir)
     if not ws.root.is_dir():
-        msg = f"no study folder '{ws.root}'"
+        msg = f"no study folder '{ws.root}' (expected the folder of a running study)"
         raise ConfigError(msg)
     if not is_running(ws.root):
         msg = f"no tuner is running on '{ws.root}': nothing to stop (a stop request is only for a running study)"

@@ -202,7 +202,11 @@ class RayPool:
                 except (ConnectionError, RuntimeError):
                     ray.init(resources={CPU_RESOURCE: scale.workers}, include_dashboard=False)
             else:
-                ray.init(address=scale.ray, include_dashboard=False)
+                try:
+                    ray.init(address=scale.ray, include_dashboard=False)
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    msg = f"--ray {scale.ray}: cannot join the Ray cluster there ({type(exc).__name__}: {exc})"
+                    raise ConfigError(msg) from None
             self.started = True
         self.host = socket.gethostname()
         self.evaluator = evaluator
