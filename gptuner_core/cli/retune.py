@@ -35,7 +35,7 @@ class RetuneCommand(Command):
         parser.add_argument("--quiet", action="store_true")
 
     def run(self, args: argparse.Namespace) -> int:
-        from gptuner_core.cli.tune import ProgressPrinter
+        from gptuner_core.cli.progress import ProgressPrinter
         from gptuner_core.cli.tune import parse_duration
         from gptuner_core.cli.tune import parse_kv
         from gptuner_core.records import StudyStatus
