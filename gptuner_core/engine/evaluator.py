@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
 
@@ -131,11 +131,12 @@ class IsolatedEvaluator:
     def evaluate(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None], *,
-        gate: DeviceGate | None = None,
+        gate: DeviceGate | None = None, overlap: bool = False,
     ) -> CandidateRecord:
-        """One process per candidate; with ``gate`` (building ahead) two: ``build_only`` under
-        the gate's build side, then the rest under its measuring side (thread-safe: the loop
-        runs several at once, each in its own candidate folder)."""
+        """One process per candidate; with ``gate`` (building ahead) and ``overlap``, still one
+        that waits for its device turn after building (``engine.scale.overlap``); with ``gate``
+        alone two: ``build_only`` under the gate's build side, then the rest under its measuring
+        side (thread-safe: the loop runs several at once, each in its own candidate folder)."""
         ws = self.ctx.workspace
         workdir = ws.candidate_dir(number)
         if workdir.exists():  # left by a tuner killed mid-candidate: that candidate re-runs
@@ -149,7 +150,7 @@ class IsolatedEvaluator:
             log_path=str(workdir / "log.txt"),
         )
         try:
-            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir, gate)
+            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir, gate, overlap)
         except Exception as exc:  # noqa: BLE001 - a candidate's problem never kills the tuner
             text = str(exc) if isinstance(exc, GptunerError) else f"{type(exc).__name__}: {exc}"
             workdir.mkdir(parents=True, exist_ok=True)
@@ -164,7 +165,7 @@ class IsolatedEvaluator:
     def _evaluate(
         self, rec: CandidateRecord, proposal: Proposal, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None], workdir: Path,
-        gate: DeviceGate | None = None,
+        gate: DeviceGate | None = None, overlap: bool = False,
     ) -> CandidateRecord:
         cfg = self.ctx.config
         build_timeout = cfg.build_timeout_s
@@ -175,6 +176,8 @@ class IsolatedEvaluator:
         timeline: dict[str, float] = {}
         if gate is None:
             res = self._run(BUILD_TARGET, job, workdir, self._timeouts(build_timeout), on_phase)
+        elif overlap:
+            res = self._run_overlapped(job, workdir, self._timeouts(build_timeout), on_phase, gate, timeline)
         else:
             res = self._run_split(job, workdir, self._timeouts(build_timeout), on_phase, gate, timeline)
         rec = rec.replace(
@@ -231,6 +234,30 @@ class IsolatedEvaluator:
             artifact=built.artifact, sha256=built.sha256, artifact_key=built.artifact_key,
             size=built.size, build_time_s=built.build_time_s, phase_times=times,
         )
+
+    def _run_overlapped(self, job: ChildJob, workdir: Path, timeouts: dict[str, float],
+                        on_phase: Callable[[str], None], gate: Any,
+                        timeline: dict[str, float]) -> ChildResult:
+        """One process: build under a build slot, wait for the device turn, measure what it
+        built (``engine.scale.overlap``); the wait has no timeout (the device's holder has)."""
+        from gptuner_core.engine.scale.overlap import DeviceTurn
+        from gptuner_core.engine.scale.overlap import core_split
+
+        split = core_split()
+        turn = DeviceTurn(gate, workdir, split)
+        job = job.replace(turn={"build_cpus": list(split.build)})
+
+        def phase(name: str) -> None:
+            turn.on_phase(name)
+            on_phase(name)
+
+        try:
+            turn.start()
+            res = self._run(BUILD_TARGET, job, workdir, {**timeouts, "wait": float("inf")}, phase)
+        finally:
+            turn.close()
+            timeline.update(turn.timeline)
+        return res
 
     def _gate(self, rec: CandidateRecord, workdir: Path, res: ChildResult) -> CandidateRecord:
         """The default route (candidate 0) defines the golden outputs and reference metric."""

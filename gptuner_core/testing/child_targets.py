@@ -36,6 +36,7 @@ def report(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> 
         "cwd": os.getcwd(), "sys_path": list(sys.path), "blas_threads": blas_threads(),
         "threads": len(os.listdir("/proc/self/task")),
         "modules": sorted(m for m in job.get("modules", ()) if m in sys.modules),
+        "cuda_initialized": bool("torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()),
     }
     if job.get("import"):
         seen["imported"] = getattr(importlib.import_module(job["import"]), "VALUE", None)

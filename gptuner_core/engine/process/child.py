@@ -4,6 +4,8 @@
 runs the study's inputs for the accuracy gate (``outputs.npz``), evaluates the task metric and
 measures latency. Building ahead splits that in two processes: ``build_only`` (build, hash,
 duplicate check) and ``run_candidate`` with ``ChildJob.artifact`` set (everything after the build).
+With overlap on (``ChildJob.turn``) ``run_candidate`` builds, waits for its device turn
+(``engine.process.turn``) and measures in the same process: nothing is compiled twice.
 ``remeasure`` loads an existing artifact in a fresh process and measures it again (interleaved
 re-validation, drift sentinel, racing). Both take a :class:`ChildJob` and return a
 :class:`ChildResult` (as JSON, through ``isolation``); the parent classifies.
@@ -158,9 +160,17 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         built = ChildResult(state=CandidateState.COMPLETE, effective_route=build.effective_route,
                             info=build.info, artifact=job.artifact)
     else:
+        if job.turn:
+            from gptuner_core.engine.process.turn import pin
+
+            pin(job.turn.get("build_cpus"))
         build, built = _build(job, backend, workdir, phase)
         if built.state is CandidateState.DUPLICATE:
             return built.to_json()
+        if job.turn:  # overlap: measure what was built here, once the device is ours
+            from gptuner_core.engine.process.turn import wait_turn
+
+            wait_turn(workdir, phase)
     phase("measure")
     from gptuner_core.batching import iter_batches
     from gptuner_core.batching import rows_of
