@@ -287,11 +287,51 @@ class IsolatedEvaluator:
         return rec  # whose artifacts stay is the sink's (engine.artifacts, --keep-artifacts)
 
     # -- re-measuring ----------------------------------------------------------------------
-    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
-        workdir = self.ctx.workspace.root / purpose
-        job = self.job(
+    def _measure_turn(self) -> dict[str, Any]:
+        """With overlap on, a re-measurement runs on the measuring cores too (builds may run
+        beside it on the others: ``engine.scale.overlap``)."""
+        if not hasattr(self, "_turn"):
+            from gptuner_core.engine.scale.overlap import core_split
+            from gptuner_core.engine.scale.overlap import overlap_enabled
+
+            cpus = core_split().measure if overlap_enabled(self.ctx.config) else ()
+            self._turn = {"cpus": list(cpus)} if cpus else {}
+        return dict(self._turn)
+
+    def remeasure_job(self, record: CandidateRecord, scale: float = 1.0) -> ChildJob:
+        return self.job(
             record.requested_route, artifact=record.artifact_path,
             effective_route=record.effective_route, info=record.extra.get("info", {}),
-            measure_scale=scale, task_metric=None, profile_runs=0,
+            measure_scale=scale, task_metric=None, profile_runs=0, turn=self._measure_turn(),
         )
-        return self._run(REMEASURE_TARGET, job, workdir, self._timeouts())
+
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        from gptuner_core.engine.rounds import record_split
+
+        workdir = self.ctx.workspace.root / purpose
+        prefetched = self._prefetch.take(purpose) if getattr(self, "_prefetch", None) else None
+        res = prefetched or self._run(REMEASURE_TARGET, self.remeasure_job(record, scale), workdir,
+                                      self._timeouts())
+        record_split(workdir, res)
+        return res
+
+    def prefetching(self) -> bool:
+        """Whether re-validation rounds start their processes together (overlap on)."""
+        from gptuner_core.engine.scale.overlap import overlap_enabled
+
+        return overlap_enabled(self.ctx.config)
+
+    def prefetch_rounds(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
+        """Start these re-measurements now; each waits for its turn after loading
+        (``engine.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
+        if getattr(self, "_prefetch", None) is None:
+            from gptuner_core.engine.round_prefetch import RoundPrefetch
+            from gptuner_core.engine.scale.overlap import core_split
+
+            split = core_split()
+            self._prefetch = RoundPrefetch(self, split.build, split.measure, REMEASURE_TARGET)
+        self._prefetch.start(calls)
+
+    def cancel_prefetched(self) -> None:
+        if getattr(self, "_prefetch", None) is not None:
+            self._prefetch.cancel_all()

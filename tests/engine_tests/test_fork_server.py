@@ -122,3 +122,53 @@ def test_overlap_builds_beside_a_measurement_and_measures_in_the_building_proces
     beside = [(a, b) for a, (ma, ta) in spans.items() for b, (mb, tb) in spans.items()
               if a != b and mb["build"] < ta["measure_end"] and mb["wait"] > ta["measure_start"]]
     assert beside, spans
+
+
+@pytest.mark.slow
+def test_rounds_start_together_and_measure_one_at_a_time_with_their_split(tmp_path, monkeypatch):
+    """Overlap on: each re-validation round's processes start together, load, wait for their
+    turn, and measure one at a time in the round's order; the event carries the seconds per
+    round split into start-up, compile and measure."""
+    study = tmp_path / "rv"
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"), "--expr", "-ort:enable_mem_pattern=[on|off]",
+        "--search", "full", "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8",
+        "--revalidate-top-k", "1", "--revalidate-rounds", "3", "--min-effect", "0.5",
+        "--keep-artifacts", "all", "--study", str(study), "--quiet",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) in (0, 3)
+    with open_store(study, readonly=True) as store:
+        (event,) = [e.payload for e in store.events("revalidation")]
+    times = event["round_times"]
+    assert [r["round"] for r in times] == list(range(len(times))) and times
+    assert all(r["processes"] == 2 and r["measure"] > 0 for r in times)
+    windows = []
+    for folder in sorted((study / "revalidation").iterdir()):
+        marks = dict(_marks(folder))
+        assert list(marks)[:4] == ["start", "build", "wait", "measure"], (folder.name, marks)
+        windows.append((marks["measure"], (folder / "result.json").stat().st_mtime))
+    windows.sort()
+    for (_, a1), (b0, _) in zip(windows, windows[1:], strict=False):
+        assert a1 <= b0, windows  # one measurement at a time (the next turn after the result)
+
+
+def _marks(folder: Path) -> list[tuple[str, float]]:
+    lines = (folder / "phase").read_text().splitlines()
+    return [(name, float(t)) for name, t in (line.split() for line in lines)]
+
+
+def test_round_times_sum_each_rounds_processes(tmp_path):
+    from gptuner_core.engine.rounds import round_times
+    from gptuner_core.engine.rounds import split_of
+
+    for name, start in (("r0_00000", 0.2), ("r0_00003", 0.4), ("r1_00000", 0.1), ("baseline", 9.0)):
+        (tmp_path / "revalidation" / name).mkdir(parents=True)
+        split = split_of({"start": start, "build": 1.0, "measure": 0.5})
+        (tmp_path / "revalidation" / name / "times.json").write_text(json.dumps(split))
+    assert round_times(tmp_path) == [
+        {"round": 0, "processes": 2, "startup": 0.6, "compile": 2.0, "measure": 1.0, "total": 3.6},
+        {"round": 1, "processes": 1, "startup": 0.1, "compile": 1.0, "measure": 0.5, "total": 1.6},
+    ]

@@ -142,6 +142,10 @@ def build_only(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], N
     measurement. ``run_candidate`` with ``ChildJob.artifact`` set is the other half."""
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
+    if job.turn:
+        from gptuner_core.engine.process.turn import pin
+
+        pin(job.turn.get("build_cpus"))
     return _build(job, backend, workdir, phase)[1].to_json()
 
 
@@ -206,6 +210,10 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"
+    if job.turn:  # overlap: on the measuring cores (builds may run on the others), or a round
+        from gptuner_core.engine.process.turn import pin  # started ahead: load on the build cores
+
+        pin(job.turn.get("build_cpus") if job.turn.get("wait") else job.turn.get("cpus"))
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
         build = backend.build(
@@ -214,8 +222,13 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
         )
     else:
         build = ensure_built(job, backend)
+    loaded = backend.load(build)  # torch: the route compiled again from the warm Inductor cache
+    if job.turn.get("wait"):  # a round's process started ahead: measure when it is our turn
+        from gptuner_core.engine.process.turn import wait_turn
+
+        wait_turn(workdir, phase)
     phase("measure")
-    with backend.load(build) as runner:
+    with loaded as runner:
         return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()
 
 

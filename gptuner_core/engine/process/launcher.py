@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import select
 import signal
@@ -49,6 +50,7 @@ _TORCH_PREFIXES = ("TORCH", "PYTORCH", "TRITON", "CUDA", "NVIDIA", "CUBLAS", "CU
 #: read again by each forked child (``launcher_main._refresh_torch``): no restart when it changes
 _REFRESHED = frozenset({"TORCHINDUCTOR_COMPILE_THREADS", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
 READY_TIMEOUT_S = 120.0
+_log = logging.getLogger(__name__)
 FORK_TIMEOUT_S = 30.0
 
 
@@ -145,6 +147,8 @@ class Launcher:
             msg = f"the launcher did not start ({ready.get('error', 'no answer')})"
             raise LauncherUnavailable(msg)
         self.pid = int(ready["pid"])
+        #: why it would refuse to fork right after its preload ("": it forks)
+        self.unsafe = str(ready.get("unsafe") or "")
 
     def _answer(self, sock: socket.socket, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -239,6 +243,11 @@ def shared(kind: str = "cpu") -> Launcher:
             raise LauncherUnavailable(msg)
         try:
             started = Launcher(kind=kind)
+            if started.unsafe and kind == "torch":  # a preload initialised CUDA: torch alone
+                _log.warning("the torch fork server cannot fork after its preload (%s); "
+                             "restarting it with torch alone", started.unsafe)
+                started.close()
+                started = Launcher(preload=launcher_main.TORCH_MINIMAL, kind=kind)
         except (LauncherUnavailable, OSError) as exc:
             _start_failures[kind] = failures + 1
             raise LauncherUnavailable(str(exc)) from None

@@ -51,6 +51,8 @@ TORCH_PRELOAD = (
     "gptuner_core.backends.torch_inductor.backend", "gptuner_core.backends.torch_inductor.build",
     "gptuner_core.backends.torch_inductor.reload", "gptuner_core.backends.torch_inductor.runner",
 )
+#: a torch launcher's preload when the full one left it unable to fork (``launcher.shared``)
+TORCH_MINIMAL = (*PRELOAD[:2], "torch", "gptuner_core", "gptuner_core.engine.process.child")
 #: never in the launcher: they initialise CUDA or start threads when imported
 FORBIDDEN = ("torch", "tensorrt", "cuda", "pycuda", "cupy", "jax", "tensorflow", "onnxruntime")
 #: what a launcher of each kind preloads and may not hold

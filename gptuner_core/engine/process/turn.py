@@ -37,5 +37,7 @@ def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005
     while not path.exists():
         time.sleep(poll_s)
     grant = json.loads(path.read_text(encoding="utf-8"))
+    if grant.get("cancel"):  # started ahead and not needed after all
+        os._exit(0)
     pin(grant.get("cpus"))
     return grant
