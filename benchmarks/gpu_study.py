@@ -104,6 +104,7 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float)
         "states": {s: sum(1 for r in recs if r.state.value == s) for s in sorted({r.state.value for r in recs})},
         "rounds": rounds,
         "round_s_median": _median([r["total"] for r in rounds]),
+        "round_wall_s_median": _median([r["wall"] for r in rounds if "wall" in r]),
         "winner": best.requested_route if best else None,
         "speedup": winner.speedup if winner else None,
         "verdict": winner.verdict.value if winner and winner.verdict else None,

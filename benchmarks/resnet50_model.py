@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
+import torch
+import torchvision  # imported by the fork server once (its factory is not called there)
+
 
 BATCH = 32
 
 
 def factory():
-    import torch
-    import torchvision
-
     torch.manual_seed(0)
     model = torchvision.models.resnet50(weights=None).eval()
     return model, torch.randn(BATCH, 3, 224, 224, generator=torch.Generator().manual_seed(1))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,8 @@ def split_of(phase_times: dict[str, float]) -> dict[str, float]:
 def record_split(workdir: Path, res: ChildResult) -> None:
     """Write :data:`SPLIT` beside the re-measurement's log and log the split."""
     split = split_of(res.phase_times or {})
+    end = time.time()  # wall-clock span: a round's processes may overlap (round_prefetch)
+    split.update(end=round(end, 3), begin=round(end - sum((res.phase_times or {}).values()), 3))
     try:
         (workdir / SPLIT).write_text(json.dumps(split), encoding="utf-8")
     except OSError:
@@ -64,7 +67,7 @@ def record_split(workdir: Path, res: ChildResult) -> None:
 def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, float]]:
     """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
     each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
-    ``measure``, ``total``."""
+    ``measure``, ``total``; ``wall``: first request to last result of the round."""
     rounds: dict[int, dict[str, float]] = {}
     for path in sorted((root / folder).glob(f"*/{SPLIT}")):
         m = _ROUND.search(path.parent.name)
@@ -79,9 +82,14 @@ def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, floa
         row["processes"] += 1
         for key in ("startup", "compile", "measure"):
             row[key] = round(row[key] + float(split.get(key, 0.0)), 3)
+        if "begin" in split:
+            row["begin"] = min(row.get("begin", split["begin"]), split["begin"])
+            row["end"] = max(row.get("end", split["end"]), split["end"])
     out = [rounds[k] for k in sorted(rounds)]
     for row in out:
         row["total"] = round(row["startup"] + row["compile"] + row["measure"], 3)
+        if "begin" in row:  # the round's wall time (its processes may have overlapped)
+            row["wall"] = round(row.pop("end") - row.pop("begin"), 3)
     return out
 
 

@@ -172,3 +172,21 @@ def test_round_times_sum_each_rounds_processes(tmp_path):
         {"round": 0, "processes": 2, "startup": 0.6, "compile": 2.0, "measure": 1.0, "total": 3.6},
         {"round": 1, "processes": 1, "startup": 0.1, "compile": 1.0, "measure": 0.5, "total": 1.6},
     ]
+
+
+def test_a_preload_that_starts_a_thread_is_left_out_of_a_new_server(tmp_path, monkeypatch, fresh_launchers, caplog):
+    """The preload stops at the module after which the server may not fork; a new server is
+    started with the modules before it, and forks."""
+    from gptuner_core.engine.process import launcher_main
+
+    (tmp_path / "probe_starts_a_thread.py").write_text(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    preload = ("numpy", "torch", "probe_starts_a_thread", "gptuner_core.engine.process.child")
+    monkeypatch.setitem(launcher_main.KINDS, "torch", (preload, launcher_main.KINDS["torch"][1]))
+    with caplog.at_level(logging.WARNING):
+        out = run_isolated(REPORT, {"backend": "torch", "modules": ["torch"]}, tmp_path / "a", timeouts=TIMEOUTS)
+    server = launcher.shared("torch")
+    assert server.preload == ("numpy", "torch") and not server.unsafe
+    assert out.status == "ok" and out.result["ppid"] == server.pid and out.result["modules"] == ["torch"]
+    assert "cannot fork after importing probe_starts_a_thread" in caplog.text

@@ -124,8 +124,10 @@ class Launcher:
             preload = PRELOAD if kind == "cpu" else launcher_main.KINDS[kind][0]
         config = {"fd": theirs.fileno(), "parent_pid": os.getpid(), "sys_path": list(sys.path),
                   "preload": list(preload), "kind": kind}
-        # a torch.cuda.is_available() in the launcher must not initialise the driver
-        extra = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"} if kind == "torch" else {}
+        # a torch.cuda.is_available() in the launcher must not initialise the driver; no
+        # Inductor compile-worker pool in it (each child reads its own setting again)
+        extra = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"} \
+            if kind == "torch" else {}
         code = ("import json, sys; c = json.loads(sys.argv[1]); sys.path[:] = c['sys_path']; "
                 "from gptuner_core.engine.process.launcher_main import serve; serve(c)")
         flags = subprocess._args_from_interpreter_flags()  # noqa: SLF001 - as multiprocessing does
@@ -149,6 +151,9 @@ class Launcher:
         self.pid = int(ready["pid"])
         #: why it would refuse to fork right after its preload ("": it forks)
         self.unsafe = str(ready.get("unsafe") or "")
+        #: the preloaded module after which it became unsafe ("" : none)
+        self.unsafe_after = str(ready.get("unsafe_after") or "")
+        self.preload = tuple(preload)
 
     def _answer(self, sock: socket.socket, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -243,11 +248,12 @@ def shared(kind: str = "cpu") -> Launcher:
             raise LauncherUnavailable(msg)
         try:
             started = Launcher(kind=kind)
-            if started.unsafe and kind == "torch":  # a preload initialised CUDA: torch alone
-                _log.warning("the torch fork server cannot fork after its preload (%s); "
-                             "restarting it with torch alone", started.unsafe)
+            if started.unsafe and started.unsafe_after in started.preload and kind == "torch":
+                safe = started.preload[: started.preload.index(started.unsafe_after)]
+                _log.warning("the torch fork server cannot fork after importing %s (%s); "
+                             "restarting it with %s", started.unsafe_after, started.unsafe, ", ".join(safe))
                 started.close()
-                started = Launcher(preload=launcher_main.TORCH_MINIMAL, kind=kind)
+                started = Launcher(preload=safe, kind=kind)
         except (LauncherUnavailable, OSError) as exc:
             _start_failures[kind] = failures + 1
             raise LauncherUnavailable(str(exc)) from None

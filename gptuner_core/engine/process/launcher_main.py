@@ -12,9 +12,11 @@ Rules, checked before **every** fork (a refused fork makes the caller use spawn)
 A ``torch`` launcher (the fork server of CUDA backends: torch on a GPU) preloads torch, Inductor
 and the torch backend (:data:`TORCH_PRELOAD`) and, on request, the user's model module (imported,
 its factory not called). It may hold torch but never CUDA: before every fork
-``torch.cuda.is_initialized()`` must be false and the CUDA driver (``libcuda``) must not be
-loaded; each child initialises CUDA itself. A model module that initialises CUDA when imported
-makes the launcher refuse every fork from then on (the caller spawns, with the reason logged).
+``torch.cuda.is_initialized()`` must be false; each child initialises CUDA itself. The preload stops at the first module after which
+the launcher is unsafe (a thread, CUDA) and says which (``unsafe_after``): the caller starts a
+new launcher with the modules before it (``launcher.shared``). A model module that initialises
+CUDA or starts a thread when imported makes the launcher refuse every fork from then on (the
+caller spawns, with the reason logged).
 
 A child applies the caller's environment, working directory and ``sys.path`` sent with its
 request, reseeds numpy's global generator, sets ``PR_SET_PDEATHSIG`` towards the launcher (in the
@@ -51,8 +53,6 @@ TORCH_PRELOAD = (
     "gptuner_core.backends.torch_inductor.backend", "gptuner_core.backends.torch_inductor.build",
     "gptuner_core.backends.torch_inductor.reload", "gptuner_core.backends.torch_inductor.runner",
 )
-#: a torch launcher's preload when the full one left it unable to fork (``launcher.shared``)
-TORCH_MINIMAL = (*PRELOAD[:2], "torch", "gptuner_core", "gptuner_core.engine.process.child")
 #: never in the launcher: they initialise CUDA or start threads when imported
 FORBIDDEN = ("torch", "tensorrt", "cuda", "pycuda", "cupy", "jax", "tensorflow", "onnxruntime")
 #: what a launcher of each kind preloads and may not hold
@@ -119,14 +119,12 @@ def restore_blas_threads(env: Mapping[str, str]) -> None:
 
 
 def cuda_reason() -> str:
-    """Why CUDA is (maybe) initialised in this process ("" when it is not): torch's own flag, or
-    the CUDA driver library mapped (a ``cuInit`` by anything, torch or not)."""
+    """Why CUDA is initialised in this process ("" when it is not): torch's own flag. (The CUDA
+    driver library may be mapped: importing a CUDA build of torch loads it without ``cuInit``,
+    and children forked then initialise CUDA themselves; seen on the lent H200.)"""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "torch.cuda.is_initialized() is true in the launcher"
-    with contextlib.suppress(OSError), open("/proc/self/maps", encoding="utf-8") as fh:
-        if any("libcuda.so" in line for line in fh):
-            return "the launcher has loaded the CUDA driver (libcuda)"
     return ""
 
 
@@ -170,9 +168,13 @@ def serve(config: dict[str, Any]) -> None:
     ctrl = socket.socket(fileno=int(config["fd"]))
     kind = str(config.get("kind", "cpu"))
     warmed: dict[str, str] = {}
+    unsafe_after = ""
     for name in config["preload"]:
         with contextlib.suppress(Exception):  # a child imports what the launcher could not
             importlib.import_module(name)
+        if unsafe_reason(kind):  # stop here: the caller retries with the modules before it
+            unsafe_after = name
+            break
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -180,7 +182,7 @@ def serve(config: dict[str, Any]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: dict[int, socket.socket] = {}  # pid -> its job socket, until reaped
     listening: dict[socket.socket, int] = {}  # job sockets still open on the caller's side
-    _send(ctrl, {"ready": True, "pid": os.getpid(), "unsafe": unsafe_reason(kind)})
+    _send(ctrl, {"ready": True, "pid": os.getpid(), "unsafe": unsafe_reason(kind), "unsafe_after": unsafe_after})
     try:
         while True:
             ready, _, _ = select.select([ctrl, wake_r, *listening], [], [], 1.0)
