@@ -62,9 +62,13 @@ def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(
     assert launcher.shared("torch").pid == server.pid
 
 
-def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fresh_launchers, caplog):
+def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fresh_launchers, caplog,
+                                                                    monkeypatch):
     """A model module that starts a thread when imported: the server refuses to fork from then
     on, the child is spawned and the reason is logged."""
+    from gptuner_core.engine.process import isolation
+
+    monkeypatch.setattr(isolation, "_warned", set())  # each reason is logged once per process
     model = tmp_path / "threaded_model.py"
     model.write_text("import threading, time\n"
                      "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
