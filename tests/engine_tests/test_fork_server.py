@@ -117,6 +117,8 @@ def test_overlap_builds_beside_a_measurement_and_measures_in_the_building_proces
         # one process: it started once, built, waited for the device, then measured
         assert names[:4] == ["start", "build", "wait", "measure"], (r.number, names)
         tl = r.extra["timeline"]
+        if "-fault:sleep_ms=0" in r.requested_route:  # its build uses the device: held throughout
+            assert tl["measure_start"] <= dict(marks)["build"], (r.number, tl, marks)
         spans[r.number] = (dict(marks), tl)
     for a, (_ma, ta) in spans.items():
         for b, (_mb, tb) in spans.items():
