@@ -88,6 +88,7 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
     """Screen ``copies`` copies of the default in fresh processes, then the tuner's re-validation."""
     from gptuner_core.engine import verdict
     from gptuner_core.engine.finish import revalidate_winner
+    from gptuner_core.engine.rounds import round_times
     from gptuner_core.records import CandidateState
 
     t0 = time.perf_counter()
@@ -108,17 +109,70 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
         "winner": won.number if won is not None and won.significant else None,
         "claim": won.headline() if won is not None else "-", "rounds": won.rounds if won else 0,
         "screen_s": screen_s, "wall_s": time.perf_counter() - t0,
+        "round_times": round_times(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}"),
     }
 
 
 class _Prefixed:
-    """The study's evaluator, its re-measurement folders under ``aa/sNN/`` (one per A/A study)."""
+    """The study's evaluator, its re-measurement folders under ``aa/sNN/`` (one per A/A study);
+    with overlap on, a round's processes start together as in the tuner (``round_prefetch``)."""
 
     def __init__(self, inner, prefix: str) -> None:
         self.inner, self.prefix = inner, prefix
 
     def remeasure(self, record, purpose: str, scale: float = 1.0):
         return self.inner.remeasure(record, f"{self.prefix}/{purpose}", scale)
+
+    def prefetching(self) -> bool:
+        return self.inner.prefetching()
+
+    def prefetch_rounds(self, calls) -> None:
+        self.inner.prefetch_rounds([(rec, f"{self.prefix}/{purpose}", scale) for rec, purpose, scale in calls])
+
+    def cancel_prefetched(self) -> None:
+        self.inner.cancel_prefetched()
+
+
+BACKGROUND_ROUTES = ("-torch:precision=bf16", "-torch:precision=fp16", "-torch:mode=reduce-overhead",
+                     "-torch:precision=tf32")
+
+
+class Background:
+    """``n`` threads, each building routes of the model one after another in fresh processes
+    (``build_only``, the build cores) until stopped: the builds that run beside a measurement
+    when builds overlap measurement."""
+
+    def __init__(self, evaluator, n: int, folder: Path) -> None:
+        import threading
+
+        from gptuner_core.engine.scale.overlap import core_split
+
+        self.evaluator, self.folder, self.builds = evaluator, folder, 0
+        self.split = core_split()
+        self.stop_event = threading.Event()
+        self.threads = [threading.Thread(target=self._work, args=(i,), daemon=True) for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def _work(self, i: int) -> None:
+        import shutil
+
+        from gptuner_core.engine.evaluator import BUILD_ONLY_TARGET
+
+        k = 0
+        while not self.stop_event.is_set():
+            route = BACKGROUND_ROUTES[(i + k) % len(BACKGROUND_ROUTES)]
+            job = self.evaluator.job(route).replace(turn={"build_cpus": list(self.split.build)})
+            work = self.folder / f"bg{i}_{k}"
+            self.evaluator._run(BUILD_ONLY_TARGET, job, work, self.evaluator._timeouts())  # noqa: SLF001
+            shutil.rmtree(work, ignore_errors=True)
+            self.builds, k = self.builds + 1, k + 1
+
+    def stop(self) -> int:
+        self.stop_event.set()
+        for t in self.threads:
+            t.join()
+        return self.builds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=12, help="re-validation round budget (12, the tuner's)")
     p.add_argument("--time-budget", type=float, default=None, help="seconds; no new study after")
     p.add_argument("--json", default=None, help="append one JSON line per study here")
+    p.add_argument("--background-builds", type=int, default=0,
+                   help="builds kept running beside the measurements (overlap on: GPTUNER_OVERLAP=on)")
     args = p.parse_args(argv)
 
     from gptuner_core.device_lock import DeviceLock
@@ -153,12 +209,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.batch_size}) on {args.device}; default screened at {default.latency.median_ms:.4f} ms; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; re-validation: top-{args.copies - 1}, "
           f"<= {args.rounds} rounds, min-effect {cfg.min_effect:.0%}", flush=True)
-    print("| study | screening speed-ups vs copy 0 | verdict | rounds | claim | s |")
-    print("|---|---|---|---|---|---|")
+    print("| study | screening speed-ups vs copy 0 | verdict | rounds | claim | s | s per round |")
+    print("|---|---|---|---|---|---|---|")
     rows = []
     with open_store(study) as store:
         import contextlib
 
+        background = Background(evaluator, args.background_builds, study / "aa" / "background") \
+            if args.background_builds else None
         with lock.held(None) if lock else contextlib.nullcontext():
             for index in range(args.first_study, args.first_study + args.repeats):
                 if args.time_budget is not None and time.perf_counter() - t_start > args.time_budget:
@@ -167,11 +225,15 @@ def main(argv: list[str] | None = None) -> int:
                 row = one_study(index, cfg, default, evaluator, store, args.copies)
                 rows.append(row)
                 screened = ", ".join(f"#{n} {s:.3f}x" for n, s in row["screen_speedups"].items() if n)
+                per_round = [r["total"] for r in row["round_times"]]
                 print(f"| {index} | {screened} | {row['verdict']} | {row['rounds']} | {row['claim']} "
-                      f"| {row['wall_s']:.1f} |", flush=True)
+                      f"| {row['wall_s']:.1f} | {json.dumps(per_round)} |", flush=True)
                 if args.json:
                     with open(args.json, "a", encoding="utf-8") as fh:
                         fh.write(json.dumps(row) + "\n")
+        if background is not None:
+            print(f"background builds beside the measurements: {background.stop()} "
+                  f"(on cores {list(background.split.build)}; measuring cores {list(background.split.measure)})")
     false = sum(r["winner"] is not None for r in rows)
     inconclusive = sum(r["verdict"] == "inconclusive" for r in rows)
     print()

@@ -131,11 +131,12 @@ class IsolatedEvaluator:
     def evaluate(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None], *,
-        gate: DeviceGate | None = None,
+        gate: DeviceGate | None = None, overlap: bool = False,
     ) -> CandidateRecord:
-        """One process per candidate; with ``gate`` (building ahead) two: ``build_only`` under
-        the gate's build side, then the rest under its measuring side (thread-safe: the loop
-        runs several at once, each in its own candidate folder)."""
+        """One process per candidate; with ``gate`` (building ahead) and ``overlap``, still one
+        that waits for its device turn after building (``engine.scale.overlap``); with ``gate``
+        alone two: ``build_only`` under the gate's build side, then the rest under its measuring
+        side (thread-safe: the loop runs several at once, each in its own candidate folder)."""
         ws = self.ctx.workspace
         workdir = ws.candidate_dir(number)
         if workdir.exists():  # left by a tuner killed mid-candidate: that candidate re-runs
@@ -149,7 +150,7 @@ class IsolatedEvaluator:
             log_path=str(workdir / "log.txt"),
         )
         try:
-            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir, gate)
+            return self._evaluate(rec, proposal, history, artifacts, on_phase, workdir, gate, overlap)
         except Exception as exc:  # noqa: BLE001 - a candidate's problem never kills the tuner
             text = str(exc) if isinstance(exc, GptunerError) else f"{type(exc).__name__}: {exc}"
             workdir.mkdir(parents=True, exist_ok=True)
@@ -164,7 +165,7 @@ class IsolatedEvaluator:
     def _evaluate(
         self, rec: CandidateRecord, proposal: Proposal, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None], workdir: Path,
-        gate: DeviceGate | None = None,
+        gate: DeviceGate | None = None, overlap: bool = False,
     ) -> CandidateRecord:
         cfg = self.ctx.config
         build_timeout = cfg.build_timeout_s
@@ -175,6 +176,8 @@ class IsolatedEvaluator:
         timeline: dict[str, float] = {}
         if gate is None:
             res = self._run(BUILD_TARGET, job, workdir, self._timeouts(build_timeout), on_phase)
+        elif overlap:
+            res = self._run_overlapped(job, workdir, self._timeouts(build_timeout), on_phase, gate, timeline)
         else:
             res = self._run_split(job, workdir, self._timeouts(build_timeout), on_phase, gate, timeline)
         rec = rec.replace(
@@ -232,6 +235,30 @@ class IsolatedEvaluator:
             size=built.size, build_time_s=built.build_time_s, phase_times=times,
         )
 
+    def _run_overlapped(self, job: ChildJob, workdir: Path, timeouts: dict[str, float],
+                        on_phase: Callable[[str], None], gate: Any,
+                        timeline: dict[str, float]) -> ChildResult:
+        """One process: build under a build slot, wait for the device turn, measure what it
+        built (``engine.scale.overlap``); the wait has no timeout (the device's holder has)."""
+        from gptuner_core.engine.scale.overlap import DeviceTurn
+        from gptuner_core.engine.scale.overlap import core_split
+
+        split = core_split()
+        turn = DeviceTurn(gate, workdir, split)
+        job = job.replace(turn={"build_cpus": list(split.build)})
+
+        def phase(name: str) -> None:
+            turn.on_phase(name)
+            on_phase(name)
+
+        try:
+            turn.start()
+            res = self._run(BUILD_TARGET, job, workdir, {**timeouts, "wait": float("inf")}, phase)
+        finally:
+            turn.close()
+            timeline.update(turn.timeline)
+        return res
+
     def _gate(self, rec: CandidateRecord, workdir: Path, res: ChildResult) -> CandidateRecord:
         """The default route (candidate 0) defines the golden outputs and reference metric."""
         ws, cfg = self.ctx.workspace, self.ctx.config
@@ -260,11 +287,51 @@ class IsolatedEvaluator:
         return rec  # whose artifacts stay is the sink's (engine.artifacts, --keep-artifacts)
 
     # -- re-measuring ----------------------------------------------------------------------
-    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
-        workdir = self.ctx.workspace.root / purpose
-        job = self.job(
+    def _measure_turn(self) -> dict[str, Any]:
+        """With overlap on, a re-measurement runs on the measuring cores too (builds may run
+        beside it on the others: ``engine.scale.overlap``)."""
+        if not hasattr(self, "_turn"):
+            from gptuner_core.engine.scale.overlap import core_split
+            from gptuner_core.engine.scale.overlap import overlap_enabled
+
+            cpus = core_split().measure if overlap_enabled(self.ctx.config) else ()
+            self._turn = {"cpus": list(cpus)} if cpus else {}
+        return dict(self._turn)
+
+    def remeasure_job(self, record: CandidateRecord, scale: float = 1.0) -> ChildJob:
+        return self.job(
             record.requested_route, artifact=record.artifact_path,
             effective_route=record.effective_route, info=record.extra.get("info", {}),
-            measure_scale=scale, task_metric=None, profile_runs=0,
+            measure_scale=scale, task_metric=None, profile_runs=0, turn=self._measure_turn(),
         )
-        return self._run(REMEASURE_TARGET, job, workdir, self._timeouts())
+
+    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        from gptuner_core.engine.rounds import record_split
+
+        workdir = self.ctx.workspace.root / purpose
+        prefetched = self._prefetch.take(purpose) if getattr(self, "_prefetch", None) else None
+        res = prefetched or self._run(REMEASURE_TARGET, self.remeasure_job(record, scale), workdir,
+                                      self._timeouts())
+        record_split(workdir, res)
+        return res
+
+    def prefetching(self) -> bool:
+        """Whether re-validation rounds start their processes together (overlap on)."""
+        from gptuner_core.engine.scale.overlap import overlap_enabled
+
+        return overlap_enabled(self.ctx.config)
+
+    def prefetch_rounds(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
+        """Start these re-measurements now; each waits for its turn after loading
+        (``engine.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
+        if getattr(self, "_prefetch", None) is None:
+            from gptuner_core.engine.round_prefetch import RoundPrefetch
+            from gptuner_core.engine.scale.overlap import core_split
+
+            split = core_split()
+            self._prefetch = RoundPrefetch(self, split.build, split.measure, REMEASURE_TARGET)
+        self._prefetch.start(calls)
+
+    def cancel_prefetched(self) -> None:
+        if getattr(self, "_prefetch", None) is not None:
+            self._prefetch.cancel_all()

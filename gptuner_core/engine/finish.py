@@ -71,6 +71,11 @@ def revalidate_winner(
             return verdict.revalidation_failed(eligible[0], str(exc))
         store.add_event("revalidation", payload)
         return winner
+    from gptuner_core.engine.round_prefetch import attach
+    from gptuner_core.engine.rounds import ROUND_SCALE
+
+    attach(measure_fresh, evaluator, lambda order: [
+        (by_number[n], f"revalidation/r{r}_{n:05d}", ROUND_SCALE) for n, r in order])
     try:
         result = revalidate_sequential(
             [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,
@@ -80,7 +85,13 @@ def revalidate_winner(
     except GptunerError as exc:
         store.add_event("revalidation", {"error": str(exc)})
         return verdict.revalidation_failed(eligible[0], str(exc))
-    store.add_event("revalidation", result.to_json())
+    finally:  # a process started ahead for a round that did not run
+        getattr(evaluator, "cancel_prefetched", lambda: None)()
+    from gptuner_core.engine.rounds import round_times
+
+    root = getattr(getattr(getattr(evaluator, "ctx", None), "workspace", None), "root", None)
+    times = round_times(Path(root)) if root is not None else []
+    store.add_event("revalidation", {**result.to_json(), **({"round_times": times} if times else {})})
     return verdict.from_sequential(result)
 
 

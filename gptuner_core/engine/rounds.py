@@ -3,6 +3,10 @@
 Every round-based decision (the study's verdict in ``finish``, the per-shape verdict,
 ``gptuner revalidate``, the regression gate, a re-tune's hold check) measures a route the same
 way: in a fresh process, with the study's sampling settings scaled by :data:`ROUND_SCALE`.
+A torch round's process is forked from the fork server (torch and the model already imported)
+and compiles the route again from the candidate's warm Inductor cache; each re-measurement
+writes its seconds split into start-up, compile and measure (:data:`SPLIT`, :func:`round_times`;
+the re-validation event of the study carries them per round).
 
 The unit of evidence in a round is the per-process median, and what narrows a speed-up interval
 is the number of rounds: the spread between processes (about 4 % between fresh ONNX Runtime
@@ -15,6 +19,11 @@ whole screening budget per route.
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gptuner_core.errors import BackendError
@@ -27,6 +36,61 @@ if TYPE_CHECKING:
 
 #: the share of the screening budget (samples and time) one round's process gets
 ROUND_SCALE = 0.25
+#: written into each re-measurement's folder: its seconds split into start-up, compile, measure
+SPLIT = "times.json"
+_ROUND = re.compile(r"(?:^|/)r(\d+)_\d+$")
+_log = logging.getLogger(__name__)
+
+
+def split_of(phase_times: dict[str, float]) -> dict[str, float]:
+    """A re-measurement's seconds: ``startup`` (request to the child's first phase: the fork or
+    the interpreter, imports), ``compile`` (the model, CUDA's set-up and the route compiled again
+    from the candidate's warm Inductor cache), ``measure`` (timing)."""
+    return {"startup": round(float(phase_times.get("start", 0.0)), 3),
+            "compile": round(float(phase_times.get("build", 0.0)), 3),
+            "measure": round(float(phase_times.get("measure", 0.0)), 3)}
+
+
+def record_split(workdir: Path, res: ChildResult) -> None:
+    """Write :data:`SPLIT` beside the re-measurement's log and log the split."""
+    split = split_of(res.phase_times or {})
+    end = time.time()  # wall-clock span: a round's processes may overlap (round_prefetch)
+    split.update(end=round(end, 3), begin=round(end - sum((res.phase_times or {}).values()), 3))
+    try:
+        (workdir / SPLIT).write_text(json.dumps(split), encoding="utf-8")
+    except OSError:
+        return
+    _log.info("re-measurement %s: start-up %.2f s, compile %.2f s, measure %.2f s",
+              workdir.name, split["startup"], split["compile"], split["measure"])
+
+
+def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, float]]:
+    """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
+    each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
+    ``measure``, ``total``; ``wall``: first request to last result of the round."""
+    rounds: dict[int, dict[str, float]] = {}
+    for path in sorted((root / folder).glob(f"*/{SPLIT}")):
+        m = _ROUND.search(path.parent.name)
+        if not m:
+            continue
+        try:
+            split = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        row = rounds.setdefault(int(m.group(1)), {"round": int(m.group(1)), "processes": 0,
+                                                  "startup": 0.0, "compile": 0.0, "measure": 0.0})
+        row["processes"] += 1
+        for key in ("startup", "compile", "measure"):
+            row[key] = round(row[key] + float(split.get(key, 0.0)), 3)
+        if "begin" in split:
+            row["begin"] = min(row.get("begin", split["begin"]), split["begin"])
+            row["end"] = max(row.get("end", split["end"]), split["end"])
+    out = [rounds[k] for k in sorted(rounds)]
+    for row in out:
+        row["total"] = round(row["startup"] + row["compile"] + row["measure"], 3)
+        if "begin" in row:  # the round's wall time (its processes may have overlapped)
+            row["wall"] = round(row.pop("end") - row.pop("begin"), 3)
+    return out
 
 
 def measure_round(evaluator: Evaluator, record: CandidateRecord, purpose: str) -> ChildResult:

@@ -233,7 +233,8 @@ def revalidate_sequential(
         default: the default route's number (usually 0).
         measure_fresh: ``(number, round_index) -> samples_ms`` measuring that route in a fresh
             process. A :class:`~gptuner_core.errors.GptunerError` drops a contender (status
-            ``"failed"``); for the default it propagates.
+            ``"failed"``); for the default it propagates. Its optional ``prefetch`` attribute
+            gets each round's ``[(number, round_index), ...]`` in order before the round runs.
         plan: a :class:`SequentialPlan` (defaults: 1 % min-effect, 95 %, 3..20 rounds, Pocock).
         seed: seed of the per-round random order.
         on_round: called after each round with ``(rounds_done, max_rounds, undecided)``.
@@ -280,6 +281,9 @@ def revalidate_sequential(
         routes = [default, *active]
         this = tuple(int(routes[i]) for i in rng.permutation(len(routes)))
         order.append(this)
+        hint = getattr(measure_fresh, "prefetch", None)  # start the round's processes together
+        if hint is not None:
+            hint([(number, round_index) for number in this])
         for r in medians:
             medians[r].append(None)
         for number in this:

@@ -44,6 +44,8 @@ class ChildJob:
     profile_runs: int = 0
     measure_feeds: tuple[str, ...] = ()
     measure_labels: tuple[str, ...] = ()
+    #: overlap (``engine.scale.overlap``): build on ``build_cpus``, then wait for the device turn
+    turn: dict[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> ChildJob:
         return dataclasses.replace(self, **changes)

@@ -36,6 +36,7 @@ def report(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> 
         "cwd": os.getcwd(), "sys_path": list(sys.path), "blas_threads": blas_threads(),
         "threads": len(os.listdir("/proc/self/task")),
         "modules": sorted(m for m in job.get("modules", ()) if m in sys.modules),
+        "cuda_initialized": bool("torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()),
     }
     if job.get("import"):
         seen["imported"] = getattr(importlib.import_module(job["import"]), "VALUE", None)
@@ -85,3 +86,41 @@ def hang_with_pids(job: dict[str, Any], workdir: Path, phase: Callable[[str], No
     os.replace(tmp, job["pid_file"])
     while True:
         time.sleep(1)
+
+
+def cuda_probe(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """What a torch child of the fork server sees at its entry (torch imported, CUDA not
+    initialised); its start-up phase includes importing torch, Inductor and the model's module
+    (nothing when preloaded); then the seconds to initialise the device and, with ``job["model"]``, to build
+    and run that torch factory model once (eager) on ``job["device"]``."""
+    seen: dict[str, Any] = {"pid": os.getpid(), "ppid": os.getppid(), "torch_preloaded": "torch" in sys.modules}
+    import torch
+
+    seen["cuda_initialized_at_entry"] = torch.cuda.is_initialized()
+    import torch._dynamo
+    import torch._inductor.compile_fx  # noqa: F401 - what a candidate needs before it works
+
+    from gptuner_core.backends.torch_inductor.model import warm_import
+
+    if job.get("model"):
+        warm_import(job["model"])  # the model's module (torchvision, say)
+    device = str(job.get("device", "cuda"))
+    phase("build")
+    t0 = time.perf_counter()
+    torch.zeros(1, device=device)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    seen["device_init_s"] = round(time.perf_counter() - t0, 3)
+    if job.get("model"):
+        from gptuner_core.backends.torch_inductor.model import load_model
+
+        t1 = time.perf_counter()
+        loaded = load_model(job["model"])
+        module = loaded.module.to(device)
+        with torch.no_grad():
+            module(*(x.to(device) for x in loaded.example_inputs))
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        seen["model_s"] = round(time.perf_counter() - t1, 3)
+    phase("measure")
+    return seen

@@ -68,7 +68,15 @@ class _OrtRunner(Runner):
 
 class FaultyBackend(Backend):
     name = "faulty"
-    option_declarations = {}
+    option_declarations = {
+        "device_free_builds": ("builds of routes with -fault:sleep_ms > 0 count as not touching the "
+                               "measured device (tests of building beside a measurement)", False),
+    }
+
+    def route_uses_device(self, route: Route) -> bool:
+        if self.options.get("device_free_builds") in (True, "true", "1", 1):
+            return route.get("-fault:sleep_ms", "0") == "0"
+        return True
 
     @classmethod
     def availability(cls) -> Availability:

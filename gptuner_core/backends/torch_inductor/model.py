@@ -71,6 +71,15 @@ def split_entry_point(text: str) -> tuple[str, str]:
     return target, attr
 
 
+def warm_import(text: str) -> None:
+    """Import the module of a factory model (not a ``.pt2``), calling nothing: the fork server
+    does this once so that each candidate forked from it finds the module (and what it imports,
+    torchvision say) already imported."""
+    if text.endswith(".pt2"):
+        return
+    _import_target(split_entry_point(text)[0], text)
+
+
 def _import_target(target: str, text: str) -> Any:
     if target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target)
@@ -78,11 +87,16 @@ def _import_target(target: str, text: str) -> Any:
             msg = f"torch model '{text}': Python file '{path}' does not exist"
             raise BackendError(msg)
         name = "_gptuner_torch_model_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+        stamp = path.stat().st_mtime_ns
+        known = sys.modules.get(name)
+        if known is not None and getattr(known, "__gptuner_mtime__", None) == stamp:
+            return known  # imported by the fork server (or earlier here) from the same file
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             msg = f"torch model '{text}': cannot import '{path}' as a Python module"
             raise BackendError(msg)
         module = importlib.util.module_from_spec(spec)
+        module.__gptuner_mtime__ = stamp  # type: ignore[attr-defined]
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)

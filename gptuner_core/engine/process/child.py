@@ -4,6 +4,8 @@
 runs the study's inputs for the accuracy gate (``outputs.npz``), evaluates the task metric and
 measures latency. Building ahead splits that in two processes: ``build_only`` (build, hash,
 duplicate check) and ``run_candidate`` with ``ChildJob.artifact`` set (everything after the build).
+With overlap on (``ChildJob.turn``) ``run_candidate`` builds, waits for its device turn
+(``engine.process.turn``) and measures in the same process: nothing is compiled twice.
 ``remeasure`` loads an existing artifact in a fresh process and measures it again (interleaved
 re-validation, drift sentinel, racing). Both take a :class:`ChildJob` and return a
 :class:`ChildResult` (as JSON, through ``isolation``); the parent classifies.
@@ -140,6 +142,10 @@ def build_only(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], N
     measurement. ``run_candidate`` with ``ChildJob.artifact`` set is the other half."""
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
+    if job.turn:
+        from gptuner_core.engine.process.turn import pin
+
+        pin(job.turn.get("build_cpus"))
     return _build(job, backend, workdir, phase)[1].to_json()
 
 
@@ -158,9 +164,17 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         built = ChildResult(state=CandidateState.COMPLETE, effective_route=build.effective_route,
                             info=build.info, artifact=job.artifact)
     else:
+        if job.turn:
+            from gptuner_core.engine.process.turn import pin
+
+            pin(job.turn.get("build_cpus"))
         build, built = _build(job, backend, workdir, phase)
         if built.state is CandidateState.DUPLICATE:
             return built.to_json()
+        if job.turn:  # overlap: measure what was built here, once the device is ours
+            from gptuner_core.engine.process.turn import wait_turn
+
+            wait_turn(workdir, phase)
     phase("measure")
     from gptuner_core.batching import iter_batches
     from gptuner_core.batching import rows_of
@@ -196,6 +210,10 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"
+    if job.turn:  # overlap: on the measuring cores (builds may run on the others), or a round
+        from gptuner_core.engine.process.turn import pin  # started ahead: load on the build cores
+
+        pin(job.turn.get("build_cpus") if job.turn.get("wait") else job.turn.get("cpus"))
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
         build = backend.build(
@@ -204,8 +222,13 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
         )
     else:
         build = ensure_built(job, backend)
+    loaded = backend.load(build)  # torch: the route compiled again from the warm Inductor cache
+    if job.turn.get("wait"):  # a round's process started ahead: measure when it is our turn
+        from gptuner_core.engine.process.turn import wait_turn
+
+        wait_turn(workdir, phase)
     phase("measure")
-    with backend.load(build) as runner:
+    with loaded as runner:
         return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()
 
 

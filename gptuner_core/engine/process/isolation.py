@@ -28,24 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gptuner_core.errors import ConfigError
+from gptuner_core.engine.process.start_method import FORK_SAFE_BACKENDS  # noqa: F401 - re-exported
+from gptuner_core.engine.process.start_method import START_METHOD_ENV  # noqa: F401 - re-exported
+from gptuner_core.engine.process.start_method import START_METHODS  # noqa: F401 - re-exported
+from gptuner_core.engine.process.start_method import launcher_kind
+from gptuner_core.engine.process.start_method import needs_clean_interpreter  # noqa: F401 - re-exported
+from gptuner_core.engine.process.start_method import prestart  # noqa: F401 - re-exported
+from gptuner_core.engine.process.start_method import start_method_for
+from gptuner_core.engine.process.start_method import warm_models
 
 
 RESULT = "result.json"
 PHASE = "phase"
 LOG = "log.txt"
 JOB = "job.json"
-#: ``auto`` (default: the launcher when the job allows it), ``launcher`` or ``spawn``
-START_METHOD_ENV = "GPTUNER_START_METHOD"
-START_METHODS = ("auto", "launcher", "spawn")
-#: backends whose children may be forked from the launcher: CPU only, no CUDA in the child's
-#: parent. Any other backend (tensorrt, trtexec, torch on a GPU, plug-ins) gets a spawned child.
-FORK_SAFE_BACKENDS = frozenset({
-    "onnxruntime", "gptuner_core.backends.onnxruntime:OnnxRuntimeBackend",
-    "replay", "gptuner_core.backends.replay:ReplayBackend",
-    "gptuner_core.testing.faulty_backend:FaultyBackend",
-})
-_TORCH_BACKENDS = frozenset({"torch", "gptuner_core.backends.torch_inductor:TorchInductorBackend"})
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
@@ -202,61 +198,24 @@ def _phase_times(marks: list[tuple[str, float]], started: float, ended: float) -
     return times
 
 
-def needs_clean_interpreter(job: dict[str, Any]) -> bool:
-    """Whether ``job`` must get a spawned interpreter rather than a fork of the launcher: any
-    backend that may use CUDA (TensorRT, torch on a GPU) or that is not known to be CPU-only."""
-    backend = str(job.get("backend") or "")
-    if backend in _TORCH_BACKENDS:
-        return str((job.get("backend_options") or {}).get("device", "auto")) != "cpu"
-    return backend not in FORK_SAFE_BACKENDS
-
-
-def start_method_for(job: dict[str, Any], requested: str | None = None) -> str:
-    """``launcher`` or ``spawn`` for this job: ``requested``, else ``$GPTUNER_START_METHOD``,
-    else ``auto`` (the launcher on Linux unless :func:`needs_clean_interpreter`)."""
-    method = requested or os.environ.get(START_METHOD_ENV) or "auto"
-    if method not in START_METHODS:
-        source = "start method" if requested else START_METHOD_ENV
-        msg = f"{source} must be one of {', '.join(START_METHODS)} (got {method!r})"
-        raise ConfigError(msg)
-    if method == "auto":
-        linux = sys.platform.startswith("linux")
-        method = "launcher" if linux and not needs_clean_interpreter(job) else "spawn"
-    return method
-
-
-def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
-    """Start the launcher in the background when ``job``'s kind will use it, so that the
-    study's set-up, not its first candidate, pays for the launcher's imports."""
-    if start_method_for(job, start_method) == "launcher":
-        import threading
-
-        from gptuner_core.engine.process import launcher
-
-        def start() -> None:
-            with contextlib.suppress(launcher.LauncherUnavailable, OSError):
-                launcher.shared()
-
-        threading.Thread(target=start, name="gptuner-launcher-start", daemon=True).start()
-
-
 def _warn_once(reason: str) -> None:
     if reason not in _warned:
         _warned.add(reason)
         _log.warning("candidate processes use spawn: %s", reason)
 
 
-def _start_launched(target: str, workdir: Path) -> Any:
-    """A child forked by the launcher (restarted once if it died), or ``None`` to spawn."""
+def _start_launched(target: str, workdir: Path, job: dict[str, Any]) -> Any:
+    """A child forked by the job's launcher (restarted once if it died), or ``None`` to spawn."""
     from gptuner_core.engine.process import launcher
 
-    reason = ""
+    reason, kind = "", launcher_kind(job) or "cpu"
     for _ in range(2):
         current = None
         try:
-            current = launcher.shared()
+            current = launcher.shared(kind)
             return current.launch(
                 f"{__name__}:_child_main", [target, str(workdir)], log=str(workdir / LOG),
+                warm=warm_models(job),
             )
         except (launcher.LauncherUnavailable, OSError) as exc:
             reason = str(exc)
@@ -266,9 +225,9 @@ def _start_launched(target: str, workdir: Path) -> Any:
     return None
 
 
-def _start(target: str, workdir: Path, method: str) -> Any:
+def _start(target: str, workdir: Path, method: str, job: dict[str, Any]) -> Any:
     launch = method == "launcher" and sys.platform.startswith("linux")
-    proc = _start_launched(target, workdir) if launch else None
+    proc = _start_launched(target, workdir, job) if launch else None
     if proc is None:
         ctx = multiprocessing.get_context("spawn")
         proc = ctx.Process(target=_child_main, args=(target, str(workdir), os.getpid()), daemon=True)
@@ -303,7 +262,7 @@ def run_isolated(
     # read by the child at once and rewritten if the candidate re-runs: no fsync needed (~12 ms)
     write_json_atomic(workdir / JOB, job, durable=False)
     requested = time.time()
-    proc = _start(target, workdir, method)
+    proc = _start(target, workdir, method, job)
     started = time.monotonic()
     phase, phase_start = "start", started
     timed_out = ""

@@ -8,7 +8,9 @@ by the next one. What runs inside the launcher, and its rules, is ``launcher_mai
 
 Each request carries the caller's environment, working directory and ``sys.path`` at that moment.
 A launcher whose start-up environment no longer matches the caller's (``sys.path``, interpreter,
-import-relevant variables) is replaced, and one that died is restarted.
+import-relevant variables) is replaced, and one that died is restarted. There is one launcher per
+kind (``launcher_main.KINDS``): ``cpu`` (no torch) and ``torch``, the fork server of torch on a GPU
+(torch, Inductor and the backend preloaded, CUDA never initialised in it).
 
 Death chain: the caller dies (even by SIGKILL) -> the kernel closes its end of the control socket
 -> the launcher kills its children and exits; each child also has ``PR_SET_PDEATHSIG`` = SIGKILL
@@ -22,6 +24,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import select
 import signal
@@ -42,7 +45,12 @@ PRELOAD = launcher_main.PRELOAD
 
 #: environment variables that change what the preloaded imports did: a change restarts the launcher
 _KEY_PREFIXES = ("PYTHON", "LD_", "OPENBLAS", "GOTO_", "OMP_", "MKL_", "NUMPY", "NPY_", "PROTOCOL_BUFFERS")
+#: also for a ``torch`` launcher: what torch, Inductor, Triton and CUDA read when imported
+_TORCH_PREFIXES = ("TORCH", "PYTORCH", "TRITON", "CUDA", "NVIDIA", "CUBLAS", "CUDNN", "NCCL", "KMP_")
+#: read again by each forked child (``launcher_main._refresh_torch``): no restart when it changes
+_REFRESHED = frozenset({"TORCHINDUCTOR_COMPILE_THREADS", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
 READY_TIMEOUT_S = 120.0
+_log = logging.getLogger(__name__)
 FORK_TIMEOUT_S = 30.0
 
 
@@ -94,23 +102,32 @@ class LaunchedChild:
             self._launcher.release()
 
 
-def _key() -> tuple[Any, ...]:
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_KEY_PREFIXES)))
+def _key(kind: str = "cpu") -> tuple[Any, ...]:
+    prefixes = _KEY_PREFIXES + (_TORCH_PREFIXES if kind == "torch" else ())
+    env = tuple(sorted((k, v) for k, v in os.environ.items()
+                       if k.startswith(prefixes) and k not in _REFRESHED))
     relative = any(not p or not os.path.isabs(p) for p in sys.path)
-    return (sys.executable, tuple(sys.path), env, os.getcwd() if relative else "")
+    return (kind, sys.executable, tuple(sys.path), env, os.getcwd() if relative else "")
 
 
 class Launcher:
     """One launcher process and the caller's end of its control socket."""
 
-    def __init__(self, preload: tuple[str, ...] | None = None) -> None:
-        self.key = _key()
+    def __init__(self, preload: tuple[str, ...] | None = None, kind: str = "cpu") -> None:
+        self.key = _key(kind)
+        self.kind = kind
         self._active = 0
         self._retired = False
         self._lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if preload is None:
+            preload = PRELOAD if kind == "cpu" else launcher_main.KINDS[kind][0]
         config = {"fd": theirs.fileno(), "parent_pid": os.getpid(), "sys_path": list(sys.path),
-                  "preload": list(PRELOAD if preload is None else preload)}
+                  "preload": list(preload), "kind": kind}
+        # a torch.cuda.is_available() in the launcher must not initialise the driver; no
+        # Inductor compile-worker pool in it (each child reads its own setting again)
+        extra = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"} \
+            if kind == "torch" else {}
         code = ("import json, sys; c = json.loads(sys.argv[1]); sys.path[:] = c['sys_path']; "
                 "from gptuner_core.engine.process.launcher_main import serve; serve(c)")
         flags = subprocess._args_from_interpreter_flags()  # noqa: SLF001 - as multiprocessing does
@@ -118,7 +135,7 @@ class Launcher:
             self.proc = subprocess.Popen(
                 [sys.executable, *flags, "-c", code, json.dumps(config)], pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env=dict(os.environ, OPENBLAS_NUM_THREADS="1"),
+                env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **extra),
             )
         except BaseException:
             ours.close()
@@ -132,6 +149,11 @@ class Launcher:
             msg = f"the launcher did not start ({ready.get('error', 'no answer')})"
             raise LauncherUnavailable(msg)
         self.pid = int(ready["pid"])
+        #: why it would refuse to fork right after its preload ("": it forks)
+        self.unsafe = str(ready.get("unsafe") or "")
+        #: the preloaded module after which it became unsafe ("" : none)
+        self.unsafe_after = str(ready.get("unsafe_after") or "")
+        self.preload = tuple(preload)
 
     def _answer(self, sock: socket.socket, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -150,13 +172,14 @@ class Launcher:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def launch(self, entry: str, args: list[Any], *, log: str = "") -> LaunchedChild:
+    def launch(self, entry: str, args: list[Any], *, log: str = "", warm: tuple[str, ...] = ()) -> LaunchedChild:
         """Fork ``entry(*args, launcher_pid)`` ("module:function") with the caller's environment,
         directory and ``sys.path``; raises :class:`LauncherUnavailable` when the launcher refuses
-        (unsafe to fork), does not answer or has died."""
+        (unsafe to fork), does not answer or has died. ``warm``: torch model texts a ``torch``
+        launcher imports (once) before forking."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         req = {"entry": entry, "args": args, "log": log, "env": dict(os.environ),
-               "cwd": os.getcwd(), "sys_path": list(sys.path)}
+               "cwd": os.getcwd(), "sys_path": list(sys.path), "warm": list(warm)}
         try:
             try:
                 socket.send_fds(self._ctrl, [json.dumps(req).encode()], [theirs.fileno()])
@@ -201,52 +224,76 @@ class Launcher:
             self.proc.wait()
 
 
-_shared: Launcher | None = None
+_shared: Launcher | None = None  # the cpu launcher (the name tests look at)
+_others: dict[str, Launcher] = {}  # the launchers of other kinds (torch)
 _shared_lock = threading.Lock()
-_start_failures = 0
+_start_failures: dict[str, int] = {}
 MAX_START_FAILURES = 3
 
 
-def shared() -> Launcher:
-    """The process's launcher: started on first use, restarted when it died or when the caller's
-    environment no longer matches the one it started with."""
-    global _shared, _start_failures  # noqa: PLW0603 - one launcher per process
+def shared(kind: str = "cpu") -> Launcher:
+    """The process's launcher of ``kind``: started on first use, restarted when it died or when
+    the caller's environment no longer matches the one it started with."""
+    global _shared  # noqa: PLW0603 - one launcher per kind and process
     with _shared_lock:
-        current = _shared
-        if current is not None and current.alive() and current.key == _key():
+        current = _shared if kind == "cpu" else _others.get(kind)
+        if current is not None and current.alive() and current.key == _key(kind):
             return current
         if current is not None:
-            _shared = None
+            _set(kind, None)
             current.retire()
-        if _start_failures >= MAX_START_FAILURES:
-            msg = f"the launcher failed to start {_start_failures} times; using spawn"
+        failures = _start_failures.get(kind, 0)
+        if failures >= MAX_START_FAILURES:
+            msg = f"the {kind} launcher failed to start {failures} times; using spawn"
             raise LauncherUnavailable(msg)
         try:
-            _shared = Launcher()
+            started = Launcher(kind=kind)
+            if started.unsafe and started.unsafe_after in started.preload and kind == "torch":
+                safe = started.preload[: started.preload.index(started.unsafe_after)]
+                _log.warning("the torch fork server cannot fork after importing %s (%s); "
+                             "restarting it with %s", started.unsafe_after, started.unsafe, ", ".join(safe))
+                started.close()
+                started = Launcher(preload=safe, kind=kind)
         except (LauncherUnavailable, OSError) as exc:
-            _start_failures += 1
+            _start_failures[kind] = failures + 1
             raise LauncherUnavailable(str(exc)) from None
-        _start_failures = 0
-        return _shared
+        _start_failures[kind] = 0
+        _set(kind, started)
+        return started
+
+
+def _set(kind: str, launcher: Launcher | None) -> None:
+    global _shared  # noqa: PLW0603
+    if kind == "cpu":
+        _shared = launcher
+    elif launcher is None:
+        _others.pop(kind, None)
+    else:
+        _others[kind] = launcher
 
 
 def shutdown() -> None:
-    """Stop the process's launcher (at exit; a later ``shared()`` starts a new one)."""
+    """Stop the process's launchers (at exit; a later ``shared()`` starts a new one)."""
     global _shared  # noqa: PLW0603
     with _shared_lock:
-        current, _shared = _shared, None
-    if current is not None:
-        current.close()
+        current = [_shared, *_others.values()]
+        _shared = None
+        _others.clear()
+    for launcher in current:
+        if launcher is not None:
+            launcher.close()
 
 
 def _forget_after_fork() -> None:
-    """A forked copy of the caller must not hold the launcher's control socket open."""
+    """A forked copy of the caller must not hold the launchers' control sockets open."""
     global _shared, _shared_lock  # noqa: PLW0603
     _shared_lock = threading.Lock()
-    if _shared is not None:
-        with contextlib.suppress(OSError):
-            _shared._ctrl.close()  # noqa: SLF001
-        _shared = None
+    for launcher in [_shared, *_others.values()]:
+        if launcher is not None:
+            with contextlib.suppress(OSError):
+                launcher._ctrl.close()  # noqa: SLF001
+    _shared = None
+    _others.clear()
 
 
 atexit.register(shutdown)

@@ -9,6 +9,15 @@ Rules, checked before **every** fork (a refused fork makes the caller use spawn)
   when imported (seen with 1.32), so it is not preloaded;
 * none of :data:`FORBIDDEN` is imported: the launcher never initialises CUDA.
 
+A ``torch`` launcher (the fork server of CUDA backends: torch on a GPU) preloads torch, Inductor
+and the torch backend (:data:`TORCH_PRELOAD`) and, on request, the user's model module (imported,
+its factory not called). It may hold torch but never CUDA: before every fork
+``torch.cuda.is_initialized()`` must be false; each child initialises CUDA itself. The preload stops at the first module after which
+the launcher is unsafe (a thread, CUDA) and says which (``unsafe_after``): the caller starts a
+new launcher with the modules before it (``launcher.shared``). A model module that initialises
+CUDA or starts a thread when imported makes the launcher refuse every fork from then on (the
+caller spawns, with the reason logged).
+
 A child applies the caller's environment, working directory and ``sys.path`` sent with its
 request, reseeds numpy's global generator, sets ``PR_SET_PDEATHSIG`` towards the launcher (in the
 entry, ``isolation._child_main``) and runs the entry. The launcher exits, killing its children,
@@ -37,8 +46,20 @@ PRELOAD = (
     "numpy", "onnx", "gptuner_core", "gptuner_core.engine.process.child", "gptuner_core.measurement",
     "gptuner_core.routes", "gptuner_core.backends.onnxruntime", "gptuner_core.testing.faulty_backend",
 )
+#: imported once by a ``torch`` launcher (the fork server of torch on a GPU): never CUDA itself
+TORCH_PRELOAD = (
+    *PRELOAD[:2], "torch", "torch._dynamo", "torch._inductor.compile_fx", "gptuner_core",
+    "gptuner_core.engine.process.child", "gptuner_core.measurement", "gptuner_core.routes",
+    "gptuner_core.backends.torch_inductor.backend", "gptuner_core.backends.torch_inductor.build",
+    "gptuner_core.backends.torch_inductor.reload", "gptuner_core.backends.torch_inductor.runner",
+)
 #: never in the launcher: they initialise CUDA or start threads when imported
 FORBIDDEN = ("torch", "tensorrt", "cuda", "pycuda", "cupy", "jax", "tensorflow", "onnxruntime")
+#: what a launcher of each kind preloads and may not hold
+KINDS = {
+    "cpu": (PRELOAD, FORBIDDEN),
+    "torch": (TORCH_PRELOAD, tuple(n for n in FORBIDDEN if n != "torch")),
+}
 MAX_MSG = 1 << 20
 
 
@@ -97,7 +118,17 @@ def restore_blas_threads(env: Mapping[str, str]) -> None:
 # -- the launcher process ----------------------------------------------------------------------
 
 
-def unsafe_reason() -> str:
+def cuda_reason() -> str:
+    """Why CUDA is initialised in this process ("" when it is not): torch's own flag. (The CUDA
+    driver library may be mapped: importing a CUDA build of torch loads it without ``cuInit``,
+    and children forked then initialise CUDA themselves; seen on the lent H200.)"""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "torch.cuda.is_initialized() is true in the launcher"
+    return ""
+
+
+def unsafe_reason(kind: str = "cpu") -> str:
     """Why forking this process now would not give a clean child ("" when it would)."""
     try:
         threads = len(os.listdir("/proc/self/task"))
@@ -105,10 +136,24 @@ def unsafe_reason() -> str:
         return f"cannot count the launcher's threads ({exc})"
     if threads != 1:
         return f"the launcher has {threads} threads (a fork needs exactly 1)"
-    loaded = [name for name in FORBIDDEN if name in sys.modules]
+    loaded = [name for name in KINDS[kind][1] if name in sys.modules]
     if loaded:
         return f"the launcher has imported {', '.join(loaded)}"
-    return ""
+    return cuda_reason() if kind == "torch" else ""
+
+
+def _warm(models: list[str], warmed: dict[str, str]) -> None:
+    """Import each torch model module once (its factory is not called): children find it done."""
+    for text in models:
+        if text in warmed:
+            continue
+        warmed[text] = ""
+        try:
+            from gptuner_core.backends.torch_inductor.model import warm_import
+
+            warm_import(text)
+        except Exception as exc:  # noqa: BLE001 - the child imports it and reports the error
+            warmed[text] = f"{type(exc).__name__}: {exc}"
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -121,9 +166,15 @@ def serve(config: dict[str, Any]) -> None:
     sigint = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the candidate, not the launcher
     ctrl = socket.socket(fileno=int(config["fd"]))
+    kind = str(config.get("kind", "cpu"))
+    warmed: dict[str, str] = {}
+    unsafe_after = ""
     for name in config["preload"]:
         with contextlib.suppress(Exception):  # a child imports what the launcher could not
             importlib.import_module(name)
+        if unsafe_reason(kind):  # stop here: the caller retries with the modules before it
+            unsafe_after = name
+            break
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -131,7 +182,7 @@ def serve(config: dict[str, Any]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: dict[int, socket.socket] = {}  # pid -> its job socket, until reaped
     listening: dict[socket.socket, int] = {}  # job sockets still open on the caller's side
-    _send(ctrl, {"ready": True, "pid": os.getpid(), "unsafe": unsafe_reason()})
+    _send(ctrl, {"ready": True, "pid": os.getpid(), "unsafe": unsafe_reason(kind), "unsafe_after": unsafe_after})
     try:
         while True:
             ready, _, _ = select.select([ctrl, wake_r, *listening], [], [], 1.0)
@@ -153,7 +204,9 @@ def serve(config: dict[str, Any]) -> None:
                             _send(job, {"refused": f"unreadable request ({exc})"})
                             job.close()
                             continue
-                        _fork(req, job, children, listening, [ctrl.fileno(), wake_r, wake_w], sigint)
+                        if kind == "torch":
+                            _warm(list(req.get("warm") or ()), warmed)
+                        _fork(req, job, children, listening, [ctrl.fileno(), wake_r, wake_w], sigint, kind)
                 elif sock in listening:
                     try:
                         data = sock.recv(64)
@@ -191,9 +244,9 @@ def _reap(children: dict[int, socket.socket], listening: dict[socket.socket, int
 
 def _fork(
     req: dict[str, Any], sock: socket.socket, children: dict[int, socket.socket],
-    listening: dict[socket.socket, int], own_fds: list[int], sigint: Any,
+    listening: dict[socket.socket, int], own_fds: list[int], sigint: Any, kind: str = "cpu",
 ) -> None:
-    reason = unsafe_reason()
+    reason = unsafe_reason(kind)
     if reason:
         _send(sock, {"refused": reason})
         sock.close()
@@ -202,13 +255,23 @@ def _fork(
     pid = os.fork()
     if pid == 0:
         inherited = [*own_fds, sock.fileno(), *(s.fileno() for s in children.values())]
-        _in_child(req, inherited, sigint, launcher_pid)
+        _in_child(req, inherited, sigint, launcher_pid, kind)
     children[pid] = sock
     listening[sock] = pid
     _send(sock, {"pid": pid})
 
 
-def _in_child(req: dict[str, Any], inherited: list[int], sigint: Any, launcher_pid: int) -> None:
+def _refresh_torch(env: Mapping[str, str]) -> None:
+    """Settings torch read from the launcher's environment at import, read again from the
+    caller's: Inductor's compile workers (``TORCHINDUCTOR_COMPILE_THREADS``)."""
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None and hasattr(config, "decide_compile_threads"):
+        with contextlib.suppress(Exception):
+            config.compile_threads = config.decide_compile_threads()
+
+
+def _in_child(req: dict[str, Any], inherited: list[int], sigint: Any, launcher_pid: int,
+              kind: str = "cpu") -> None:
     """Become the caller's fresh child: its environment, directory and path, then the entry."""
     code = 1
     try:
@@ -221,6 +284,8 @@ def _in_child(req: dict[str, Any], inherited: list[int], sigint: Any, launcher_p
         os.environ.clear()
         os.environ.update(req["env"])
         restore_blas_threads(os.environ)
+        if kind == "torch":
+            _refresh_torch(os.environ)
         os.chdir(req["cwd"])
         sys.path[:] = req["sys_path"]
         if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS

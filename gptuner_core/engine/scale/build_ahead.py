@@ -7,7 +7,9 @@ measurement, profile) under its measuring side: one measurement at a time, never
 build that touches the device (``Backend.route_uses_device``, asked per route before its build;
 see ``engine.scale.device_gate``). The cores are shared out: each build gets cores / (builds + 1)
 Inductor compile workers (``TORCHINDUCTOR_COMPILE_THREADS``, unless set), so builds next to a
-measurement leave its CPU thread a core. The coordinator alone writes the store
+measurement leave its CPU thread a core. With overlap on (``engine.scale.overlap``: torch on a GPU
+by default) a candidate is one process that builds, waits for the device and measures what it
+built; the builds then share cores - 2 (the measuring process is pinned to the other two). The coordinator alone writes the store
 (``engine.scale.parallel``).
 """
 
@@ -17,6 +19,8 @@ import os
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.scale.device_gate import DeviceGate
+from gptuner_core.engine.scale.overlap import core_split
+from gptuner_core.engine.scale.overlap import overlap_enabled
 from gptuner_core.engine.scale.scale_out import run_in_thread
 
 
@@ -92,18 +96,25 @@ class BuildAheadPool:
         self.gate = DeviceGate(build_workers=build_workers, build_uses_device=ctx is not None, lock=lock)
         self.split = self.builds = ctx is not None
         self.width = build_workers + 1
+        self.overlap = ctx is not None and overlap_enabled(ctx.config)
+        cores = None
+        if self.overlap:  # the builds share the cores the measuring process is kept off
+            cores = len(core_split().build) or None
         self._phases: dict[int, tuple[str, str]] = {}  # number -> (route, latest phase)
         # the candidates' processes inherit it (a torch study's ``compile_threads`` option wins);
         # compile threads change how fast a build runs, never what it generates
         self._env_set = bool(ctx) and COMPILE_THREADS_ENV not in os.environ
         if self._env_set:
-            os.environ[COMPILE_THREADS_ENV] = str(compile_threads_per_build(self.width))
+            width = build_workers if self.overlap and cores else self.width
+            os.environ[COMPILE_THREADS_ENV] = str(compile_threads_per_build(width, cores))
 
     def submit(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
         artifacts: dict[str, int], on_phase: Callable[[str], None],
     ) -> Future[CandidateRecord]:
-        kw = {"gate": self.gate.view(uses_device=self._uses(proposal.route))} if self._uses else {}
+        kw: dict[str, object] = {}
+        if self._uses:
+            kw = {"gate": self.gate.view(uses_device=self._uses(proposal.route)), "overlap": self.overlap}
         route = str(proposal.route)
         self._phases[number] = (route, "queued")
 

@@ -69,6 +69,13 @@ class DeviceGate:
                     self._cond.notify_all()
 
     @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """A build slot alone (overlap: a candidate's process builds under it, then asks for
+        the device with :meth:`measuring`; ``engine.scale.overlap``)."""
+        with self._slots:
+            yield
+
+    @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:
         with self._cond:
             self._measurers_waiting += 1
@@ -97,6 +104,9 @@ class GateView:
 
     def building(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.building(self.uses_device)
+
+    def slot(self) -> contextlib.AbstractContextManager[None]:
+        return self.gate.slot()
 
     def measuring(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.measuring()

@@ -1,0 +1,43 @@
+"""The device turn of a candidate that builds beside others and measures in the same process.
+
+With overlap on (``engine.scale.overlap``) a candidate's process builds while other candidates
+build or measure, then enters the ``wait`` phase and waits for its turn on the measuring device:
+the parent writes the ``turn`` file in the candidate's folder once it holds the device for it.
+The child then pins itself to the cores the file names (kept free of builds) and measures what
+it built, in the same process: nothing is compiled twice. While building it runs on the build
+cores (``ChildJob.turn["build_cpus"]``), and so do the compile workers it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+TURN = "turn"
+WAIT = "wait"
+
+
+def pin(cpus: Sequence[int] | None) -> None:
+    """Run this process (and the processes it starts from now on) on ``cpus`` (none: as is)."""
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(c) for c in cpus})
+
+
+def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005) -> dict[str, Any]:
+    """Enter the ``wait`` phase and return the parent's grant once it wrote the ``turn`` file
+    (pinned to its ``cpus`` by then). The parent's death ends this process (PR_SET_PDEATHSIG)."""
+    phase(WAIT)
+    path = workdir / TURN
+    while not path.exists():
+        time.sleep(poll_s)
+    grant = json.loads(path.read_text(encoding="utf-8"))
+    if grant.get("cancel"):  # started ahead and not needed after all
+        os._exit(0)
+    pin(grant.get("cpus"))
+    return grant

@@ -1,0 +1,123 @@
+"""Builds overlapped with measurement, one process per candidate (nothing compiled twice).
+
+Building needs cores, measuring needs the device alone. With overlap on, a candidate's one
+process takes a build slot (at most ``build_workers`` builds at once), builds on the build cores,
+then asks for the device (``wait`` phase, ``engine.process.turn``); the parent gives the slot
+back, takes the measuring side of the :class:`DeviceGate` (and the cross-process device lock),
+writes the ``turn`` file and the child measures what it built on the measuring cores, then exits
+and the device is free. A route whose build runs work on the device (autotuning, freezing:
+``Backend.route_uses_device``) holds the device from before its process starts, so its build
+never overlaps a measurement.
+
+The measuring cores: the last two usable cores when there are at least four (builds and their
+compile workers get the others: cores - 2), else none (nothing is pinned).
+
+``GPTUNER_OVERLAP``: ``auto`` (default: on for torch on a GPU, where builds are CPU work and the
+device is measured alone), ``on`` or ``off`` (build and measure in two processes, the artifact
+loaded again: ``engine.evaluator.IsolatedEvaluator._run_split``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gptuner_core.engine.process.isolation import write_json_atomic
+from gptuner_core.engine.process.turn import TURN
+from gptuner_core.engine.process.turn import WAIT
+from gptuner_core.errors import ConfigError
+
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.scale.device_gate import GateView
+
+OVERLAP_ENV = "GPTUNER_OVERLAP"
+OVERLAP_MODES = ("auto", "on", "off")
+#: cores kept for the measuring process when there are at least MIN_CORES
+MEASURE_CORES = 2
+MIN_CORES = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoreSplit:
+    build: tuple[int, ...]
+    measure: tuple[int, ...]
+
+
+def core_split(cpus: set[int] | None = None) -> CoreSplit:
+    """Build cores and measuring cores (both empty: not enough cores to keep any apart)."""
+    if cpus is None:
+        cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+    ordered = sorted(cpus)
+    if len(ordered) < MIN_CORES:
+        return CoreSplit(build=(), measure=())
+    return CoreSplit(build=tuple(ordered[:-MEASURE_CORES]), measure=tuple(ordered[-MEASURE_CORES:]))
+
+
+def overlap_enabled(config: StudyConfig) -> bool:
+    """Whether candidates build and measure in one process with the device turn (see above)."""
+    mode = os.environ.get(OVERLAP_ENV) or "auto"
+    if mode not in OVERLAP_MODES:
+        msg = f"{OVERLAP_ENV} must be one of {', '.join(OVERLAP_MODES)} (got {mode!r})"
+        raise ConfigError(msg)
+    if mode != "auto":
+        return mode == "on"
+    from gptuner_core.engine.process.start_method import TORCH_BACKENDS
+
+    if config.backend not in TORCH_BACKENDS:
+        return False
+    try:
+        from gptuner_core.backends import load_backend
+
+        return load_backend(config.backend, dict(config.backend_options)).device().startswith("cuda")
+    except Exception:  # noqa: BLE001 - not known to run on a GPU: the two-process path
+        return False
+
+
+class DeviceTurn:
+    """The parent's side of one overlapped candidate process: its build slot, then the device.
+
+    ``start()`` before the process starts, ``on_phase`` from its poll loop, ``close()`` after it
+    ended (always: it gives back whatever is still held). ``timeline`` gets the wall-clock
+    instants (``queued``, ``build_start``, ``measure_start``, ``measure_end``)."""
+
+    def __init__(self, gate: GateView, workdir: Path, split: CoreSplit) -> None:
+        self.gate, self.workdir, self.split = gate, workdir, split
+        self._slot = contextlib.ExitStack()
+        self._device = contextlib.ExitStack()
+        self.granted = False
+        self.timeline: dict[str, float] = {}
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / TURN).unlink(missing_ok=True)
+        self.timeline["queued"] = time.time()
+        self._slot.enter_context(self.gate.slot())
+        if self.gate.uses_device:  # its build runs work on the device: it holds it throughout
+            self._grant()
+        self.timeline["build_start"] = time.time()
+
+    def on_phase(self, phase: str) -> None:
+        if phase == WAIT and not self.granted:
+            self._slot.close()  # built: the next build may start
+            self._grant()
+        elif phase == WAIT:
+            self._slot.close()
+
+    def _grant(self) -> None:
+        self._device.enter_context(self.gate.measuring())
+        self.granted = True
+        self.timeline["measure_start"] = time.time()
+        write_json_atomic(self.workdir / TURN, {"cpus": list(self.split.measure)}, durable=False)
+
+    def close(self) -> None:
+        self._slot.close()
+        if self.granted:
+            self.timeline["measure_end"] = time.time()
+        self._device.close()

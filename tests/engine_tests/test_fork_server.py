@@ -1,0 +1,198 @@
+"""The fork server of CUDA backends (the ``torch`` launcher) and builds overlapped with
+measurement in one process, with real processes on the CPU build of torch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from gptuner_core.cli import main
+from gptuner_core.engine.process import launcher
+from gptuner_core.engine.process.isolation import run_isolated
+from gptuner_core.records import CandidateState
+from gptuner_core.storage import open_store
+
+from .conftest import QUICK
+from .conftest import REPO
+
+
+REPORT = "gptuner_core.testing.child_targets:report"
+MISBEHAVE = "gptuner_core.testing.child_targets:misbehave"
+TIMEOUTS = {"build": 120.0, "measure": 60.0}
+MODEL = REPO / "assets" / "torch_digits_cnn.py"
+
+
+def _module_of(path: Path) -> str:
+    return "_gptuner_torch_model_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+
+
+@pytest.fixture
+def fresh_launchers():
+    launcher.shutdown()
+    yield
+    launcher.shutdown()
+
+
+def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(tmp_path, fresh_launchers):
+    job = {"backend": "torch", "backend_options": {"device": "cuda:0"}, "model": f"{MODEL}:factory",
+           "modules": ["torch", "torch._inductor.compile_fx", _module_of(MODEL)]}
+    out = run_isolated(REPORT, job, tmp_path / "a", timeouts=TIMEOUTS)
+    assert out.status == "ok", out.error
+    server = launcher.shared("torch")
+    seen = out.result
+    assert seen["ppid"] == server.pid != os.getpid()
+    # imported before the fork: torch, Inductor and the user's model module; CUDA never
+    assert seen["modules"] == sorted(job["modules"])
+    assert seen["cuda_initialized"] is False
+    assert len(os.listdir(f"/proc/{server.pid}/task")) == 1
+    assert "libcuda" not in Path(f"/proc/{server.pid}/maps").read_text()
+    # a second child is forked fresh from the same server; a CPU-only job from the cpu launcher
+    again = run_isolated(REPORT, job, tmp_path / "b", timeouts=TIMEOUTS).result
+    assert again["ppid"] == server.pid and again["pid"] != seen["pid"] and again["state"] == "initial"
+    cpu = run_isolated(REPORT, {"backend": "onnxruntime"}, tmp_path / "c", timeouts=TIMEOUTS).result
+    assert cpu["ppid"] == launcher.shared().pid != server.pid
+    # isolation unchanged: a crash in a forked torch child is that candidate's state
+    crash = run_isolated(MISBEHAVE, {**job, "mode": "segfault"}, tmp_path / "d", timeouts=TIMEOUTS)
+    assert crash.status == "crashed" and "SIGSEGV" in crash.error
+    assert launcher.shared("torch").pid == server.pid
+
+
+def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fresh_launchers, caplog,
+                                                                    monkeypatch):
+    """A model module that starts a thread when imported: the server refuses to fork from then
+    on, the child is spawned and the reason is logged."""
+    from gptuner_core.engine.process import isolation
+
+    monkeypatch.setattr(isolation, "_warned", set())  # each reason is logged once per process
+    model = tmp_path / "threaded_model.py"
+    model.write_text("import threading, time\n"
+                     "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+                     "def factory():\n    raise RuntimeError('not called')\n")
+    job = {"backend": "torch", "model": f"{model}:factory"}
+    with caplog.at_level(logging.WARNING):
+        out = run_isolated(REPORT, job, tmp_path / "a", timeouts=TIMEOUTS)
+    assert out.status == "ok", out.error
+    assert out.result["ppid"] == os.getpid()
+    assert "the launcher has 2 threads" in caplog.text
+
+
+def _tune(study: Path, monkeypatch, overlap: str, workers: int) -> list:
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(study.parent / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", overlap)
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"),
+        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
+        "--backend-option", "device_free_builds=true",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
+        "--expr", "-fault:sleep_ms=[0|200|300] -fault:label=[a|b]", "--search", "full",
+        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "0",
+        "--study", str(study), "--quiet", "--build-workers", str(workers),
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) == 0
+    with open_store(study, readonly=True) as store:
+        return store.candidates()
+
+
+def _phases(study: Path, number: int) -> list[tuple[str, float]]:
+    text = (study / "candidates" / f"{number:05d}" / "phase").read_text()
+    return [(name, float(t)) for name, t in (line.split() for line in text.splitlines())]
+
+
+@pytest.mark.slow
+def test_overlap_builds_beside_a_measurement_and_measures_in_the_building_process(tmp_path, monkeypatch):
+    seq = _tune(tmp_path / "seq", monkeypatch, "off", 1)
+    par = _tune(tmp_path / "par", monkeypatch, "on", 2)
+    assert [(r.requested_route, r.state) for r in par] == [(r.requested_route, r.state) for r in seq]
+    spans = {}
+    for r in par:
+        marks = _phases(tmp_path / "par", r.number)
+        names = [n for n, _ in marks]
+        if r.state is CandidateState.DUPLICATE:
+            continue
+        # one process: it started once, built, waited for the device, then measured
+        assert names[:4] == ["start", "build", "wait", "measure"], (r.number, names)
+        tl = r.extra["timeline"]
+        if "-fault:sleep_ms=0" in r.requested_route:  # its build uses the device: held throughout
+            assert tl["measure_start"] <= dict(marks)["build"], (r.number, tl, marks)
+        spans[r.number] = (dict(marks), tl)
+    for a, (_ma, ta) in spans.items():
+        for b, (_mb, tb) in spans.items():
+            if a < b:  # measurements never overlap each other
+                assert ta["measure_end"] <= tb["measure_start"] or tb["measure_end"] <= ta["measure_start"]
+    # a device-free build (sleep_ms > 0) ran while another candidate held the device
+    beside = [(a, b) for a, (ma, ta) in spans.items() for b, (mb, tb) in spans.items()
+              if a != b and mb["build"] < ta["measure_end"] and mb["wait"] > ta["measure_start"]]
+    assert beside, spans
+
+
+@pytest.mark.slow
+def test_rounds_start_together_and_measure_one_at_a_time_with_their_split(tmp_path, monkeypatch):
+    """Overlap on: each re-validation round's processes start together, load, wait for their
+    turn, and measure one at a time in the round's order; the event carries the seconds per
+    round split into start-up, compile and measure."""
+    study = tmp_path / "rv"
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"), "--expr", "-ort:enable_mem_pattern=[on|off]",
+        "--search", "full", "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8",
+        "--revalidate-top-k", "1", "--revalidate-rounds", "3", "--min-effect", "0.5",
+        "--keep-artifacts", "all", "--study", str(study), "--quiet",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) in (0, 3)
+    with open_store(study, readonly=True) as store:
+        (event,) = [e.payload for e in store.events("revalidation")]
+    times = event["round_times"]
+    assert [r["round"] for r in times] == list(range(len(times))) and times
+    assert all(r["processes"] == 2 and r["measure"] > 0 for r in times)
+    windows = []
+    for folder in sorted((study / "revalidation").iterdir()):
+        marks = dict(_marks(folder))
+        assert list(marks)[:4] == ["start", "build", "wait", "measure"], (folder.name, marks)
+        windows.append((marks["measure"], (folder / "result.json").stat().st_mtime))
+    windows.sort()
+    for (_, a1), (b0, _) in zip(windows, windows[1:], strict=False):
+        assert a1 <= b0, windows  # one measurement at a time (the next turn after the result)
+
+
+def _marks(folder: Path) -> list[tuple[str, float]]:
+    lines = (folder / "phase").read_text().splitlines()
+    return [(name, float(t)) for name, t in (line.split() for line in lines)]
+
+
+def test_round_times_sum_each_rounds_processes(tmp_path):
+    from gptuner_core.engine.rounds import round_times
+    from gptuner_core.engine.rounds import split_of
+
+    for name, start in (("r0_00000", 0.2), ("r0_00003", 0.4), ("r1_00000", 0.1), ("baseline", 9.0)):
+        (tmp_path / "revalidation" / name).mkdir(parents=True)
+        split = split_of({"start": start, "build": 1.0, "measure": 0.5})
+        (tmp_path / "revalidation" / name / "times.json").write_text(json.dumps(split))
+    assert round_times(tmp_path) == [
+        {"round": 0, "processes": 2, "startup": 0.6, "compile": 2.0, "measure": 1.0, "total": 3.6},
+        {"round": 1, "processes": 1, "startup": 0.1, "compile": 1.0, "measure": 0.5, "total": 1.6},
+    ]
+
+
+def test_a_preload_that_starts_a_thread_is_left_out_of_a_new_server(tmp_path, monkeypatch, fresh_launchers, caplog):
+    """The preload stops at the module after which the server may not fork; a new server is
+    started with the modules before it, and forks."""
+    from gptuner_core.engine.process import launcher_main
+
+    (tmp_path / "probe_starts_a_thread.py").write_text(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    preload = ("numpy", "torch", "probe_starts_a_thread", "gptuner_core.engine.process.child")
+    monkeypatch.setitem(launcher_main.KINDS, "torch", (preload, launcher_main.KINDS["torch"][1]))
+    with caplog.at_level(logging.WARNING):
+        out = run_isolated(REPORT, {"backend": "torch", "modules": ["torch"]}, tmp_path / "a", timeouts=TIMEOUTS)
+    server = launcher.shared("torch")
+    assert server.preload == ("numpy", "torch") and not server.unsafe
+    assert out.status == "ok" and out.result["ppid"] == server.pid and out.result["modules"] == ["torch"]
+    assert "cannot fork after importing probe_starts_a_thread" in caplog.text
