@@ -1,7 +1,11 @@
 """Per-session state: every ``st.session_state`` key the pages share, in one place.
 
-Keys not bound to widgets survive page switches (widget-bound keys are dropped by Streamlit
-when their widget is not rendered), so cross-page choices are copied into these.
+Keys not bound to widgets survive page switches. Widget-bound keys are dropped by Streamlit after
+any run that does not draw their widget (another page, a section hidden for a run, a run cut
+short by an error); :func:`keep_widgets` (called by every page's setup) is the one mechanism that
+keeps them: each run it copies every keyed input's value into :data:`KEPT` and puts back the ones
+Streamlit dropped, so whatever was typed or picked is there when its widget is drawn again.
+Buttons and file uploaders are not inputs Streamlit lets a script set, so they are left out.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ LAST_LAUNCH = "gptuner.last_launch"  # {"study", "pid", "command"} of the last S
 RESUME_ASK = "gptuner.resume_ask"  # study name whose Resume waits for the code confirmation
 LOG_Y = "gptuner.log_y"  # accuracy axis in log scale (results)
 TRUSTED_UPLOADS = "gptuner.trusted_uploads"  # uploaded .py/.pt2 models the user confirmed
+KEPT = "gptuner.kept"  # {widget key: last value} of every keyed input (see keep_widgets)
+#: the widget value kinds a script may set (buttons, uploaders, editors and chat are left out)
+_SETTABLE = frozenset({"bool_value", "double_value", "double_array_value", "int_value",
+                       "int_array_value", "string_value", "string_array_value"})
 
 DEFAULTS: dict[str, Any] = {
     STUDY: None,
@@ -31,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     RESUME_ASK: None,
     LOG_Y: True,
     TRUSTED_UPLOADS: (),
+    KEPT: {},
 }
 
 
@@ -47,3 +56,33 @@ def get(key: str) -> Any:
 
 def put(key: str, value: Any) -> None:
     st.session_state[key] = value
+
+
+def _settable(session: Any, key: str) -> bool:
+    """Whether ``key`` belongs to an input widget whose value a script may set."""
+    try:
+        inner = session._state  # noqa: SLF001 - the widget registry (Streamlit ≥ 1.67)
+        meta = inner.get_widget_metadata(inner.get_widget_id_from_key(key))
+    except (AttributeError, KeyError):
+        return False
+    return meta is not None and meta.value_type in _SETTABLE
+
+
+def keep_widgets() -> None:
+    """Keep every keyed input across page switches, hidden sections and failed runs.
+
+    Values of inputs drawn in the previous run are copied into :data:`KEPT`; inputs Streamlit
+    dropped since are set back from it (a widget drawn later with the key takes that value).
+    """
+    from streamlit.runtime.state import get_session_state
+
+    session = get_session_state()
+    kept = st.session_state.get(KEPT)
+    if kept is None:
+        kept = st.session_state[KEPT] = {}
+    for key, value in st.session_state.to_dict().items():
+        if not key.startswith("gptuner.") and _settable(session, key):
+            kept[key] = value
+    for key, value in kept.items():
+        if key not in st.session_state:
+            st.session_state[key] = value

@@ -1,0 +1,53 @@
+"""Issue 26: every upload and typing failure is one line naming the real problem."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from gptuner_core.dashboard.inputs import parse_number
+from gptuner_core.dashboard.workspace import UploadError
+from gptuner_core.dashboard.workspace import save_upload
+
+
+def _npz(**arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"", "is empty (0 bytes)"),  # was: EOFError traceback
+    (b"input,labels\n1,2\n", "is not a .npz archive"),  # was: "... allow_pickle=" message
+    (_npz(input=np.full((4, 3), np.nan, np.float32)), "array 'input' holds only NaN values"),
+    (_npz(input=np.array([{"a": 1}], dtype=object)), "pickled (object) arrays"),
+])
+def test_bad_dataset_uploads_name_the_real_problem(tmp_path, data, expected) -> None:
+    with pytest.raises(UploadError) as info:
+        save_upload(tmp_path, "fake.npz", data, kind="dataset")
+    message = str(info.value)
+    assert expected in message and "\n" not in message and "allow_pickle" not in message
+
+
+def test_good_dataset_with_some_nan_is_kept(tmp_path) -> None:
+    x = np.ones((4, 3), np.float32)
+    x[0, 0] = np.nan
+    assert save_upload(tmp_path, "ok.npz", _npz(input=x), kind="dataset").is_file()
+
+
+def test_huge_epsilon_says_too_large() -> None:
+    _, problem = parse_number("1e308", "ε", minimum=0, exclusive_min=True)
+    assert "larger than 1e+12" in problem and "not a usable number" not in problem
+
+
+def test_expression_problems_are_short_and_name_the_cause() -> None:
+    from gptuner_core.dashboard import data
+    from gptuner_core.views.builder import expression_problem
+
+    db = data.knob_database("onnxruntime", "assets/cnn_digits.onnx", 0)
+    assert "']' is missing" in expression_problem("-quant:mode=[off|qdq", db)
+    huge = "-ort:intra_op_num_threads=[" + "|".join(str(i) for i in range(5000)) + "]"
+    line = expression_problem(huge, db)
+    assert len(line) <= 400 and "and 4,992 more" in line
