@@ -24,6 +24,8 @@ LAST_LAUNCH = "gptuner.last_launch"  # {"study", "pid", "command"} of the last S
 RESUME_ASK = "gptuner.resume_ask"  # study name whose Resume waits for the code confirmation
 LOG_Y = "gptuner.log_y"  # accuracy axis in log scale (results)
 TRUSTED_UPLOADS = "gptuner.trusted_uploads"  # uploaded .py/.pt2 models the user confirmed
+AUTO_NAME = "gptuner.auto_name"  # the study name New run last derived from the model
+PENDING_STUDY = "gptuner.pending_study"  # {"name", "dir"}: the folder New run's Start creates
 KEPT = "gptuner.kept"  # {widget key: last value} of every keyed input (see keep_widgets)
 #: the widget value kinds a script may set (buttons, uploaders, editors and chat are left out)
 _SETTABLE = frozenset({"bool_value", "double_value", "double_array_value", "int_value",
@@ -40,6 +42,8 @@ DEFAULTS: dict[str, Any] = {
     LOG_Y: True,
     TRUSTED_UPLOADS: (),
     KEPT: {},
+    AUTO_NAME: None,
+    PENDING_STUDY: None,
 }
 
 
