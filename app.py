@@ -10,7 +10,9 @@ import streamlit as st
 
 
 PAGES = [
-    st.Page("pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    # the default page is served at "/" only: /Overview is the same page under its own name
+    st.Page("pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True,
+            url_path="home"),
     st.Page("pages/1_Knob_explorer.py", title="Knob explorer", icon=":material/tune:"),
     st.Page("pages/2_New_run.py", title="New run", icon=":material/rocket_launch:"),
     st.Page("pages/3_Live.py", title="Live", icon=":material/monitoring:"),
@@ -20,4 +22,7 @@ PAGES = [
     st.Page("pages/7_Explain.py", title="Explain", icon=":material/explore:"),
 ]
 
-st.navigation(PAGES).run()
+OVERVIEW_URL = st.Page("pages/0_Overview.py", title="Overview", url_path="Overview",
+                       visibility="hidden")
+
+st.navigation([*PAGES, OVERVIEW_URL]).run()

@@ -51,3 +51,19 @@ def test_expression_problems_are_short_and_name_the_cause() -> None:
     huge = "-ort:intra_op_num_threads=[" + "|".join(str(i) for i in range(5000)) + "]"
     line = expression_problem(huge, db)
     assert len(line) <= 400 and "and 4,992 more" in line
+
+
+def test_repro_command_carries_the_study_gate() -> None:
+    """Defect: Route trace's repro command left the study's gate out; the CLI refused it
+    (``no accuracy gate``)."""
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.views.trace import repro_commands
+
+    config = {"model": "assets/mlp_digits.onnx", "backend": "onnxruntime", "epsilon": 0.05,
+              "metric": "l1", "measurement": {"max_time_s": 0.5}}
+    record = CandidateRecord(number=1, requested_route="-quant:mode=dynamic")
+    command = repro_commands(config, record, study_dir="/ws/s")["gptuner"]
+    assert "--epsilon 0.05" in command and "--metric l1" in command
+    assert "--measure-option max_time_s=0.5" in command and "--max-candidates 1" not in command
+    no_gate = repro_commands({**config, "epsilon": None, "no_gate": True}, record, study_dir="/s")
+    assert "--no-gate" in no_gate["gptuner"]
