@@ -75,8 +75,9 @@ def _settable(session: Any, key: str) -> bool:
 def keep_widgets() -> None:
     """Keep every keyed input across page switches, hidden sections and failed runs.
 
-    Values of inputs drawn in the previous run are copied into :data:`KEPT`; inputs Streamlit
-    dropped since are set back from it (a widget drawn later with the key takes that value).
+    Values of inputs drawn in the previous run are copied into :data:`KEPT`, then every kept
+    value is set again through ``st.session_state`` (the documented way to keep a widget's value
+    across pages): a widget drawn with the key takes it, on the server and in the browser.
     """
     from streamlit.runtime.state import get_session_state
 
@@ -88,5 +89,7 @@ def keep_widgets() -> None:
         if not key.startswith("gptuner.") and _settable(session, key):
             kept[key] = value
     for key, value in kept.items():
-        if key not in st.session_state:
-            st.session_state[key] = value
+        # set every kept input this run, drawn or not: Streamlit sends a widget the value set
+        # through st.session_state in the run that draws it; a value put back in an earlier
+        # run would be used by the server while the browser showed the widget's default
+        st.session_state[key] = value
