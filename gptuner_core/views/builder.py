@@ -196,8 +196,14 @@ def strategy_counts(
     from gptuner_core.strategies import get_strategy
     from gptuner_core.strategies import strategy_names
 
+    # every strategy measures distinct routes: the space, plus the default route when the
+    # expression leaves it out (a sampler's planned() counts the default apart, once too many)
+    distinct = expr.count("full") + (0 if baseline_in_space(expr) else 1)
+
     def cap(n: int | None) -> int | None:
-        return n if n is None or not max_candidates else min(n, max_candidates)
+        if n is None:
+            return None
+        return min(n, distinct, max_candidates or distinct)
 
     out = []
     for name in names or strategy_names():
@@ -220,3 +226,10 @@ def strategy_counts(
         out.append(StrategyCount(strategy=name, low=cap(planned), high=cap(planned),
                                  default=is_default, note="" if planned is not None else "unknown"))
     return out
+
+
+def baseline_in_space(expr: Expression) -> bool:
+    """Whether the default route (#0) is one of the expression's routes: every variable knob
+    lists its default value (fixed knobs are part of the baseline as written)."""
+    return all(d in t.values for t, d in zip(expr.terms, expr.defaults, strict=True)
+               if t.variable)

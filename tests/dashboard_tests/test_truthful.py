@@ -1,4 +1,4 @@
-"""Issue 26: every upload and typing failure is one line naming the real problem."""
+"""Issue 26: every failure is one line naming the real problem; every command, count and preview is true."""
 
 from __future__ import annotations
 
@@ -67,3 +67,19 @@ def test_repro_command_carries_the_study_gate() -> None:
     assert "--measure-option max_time_s=0.5" in command and "--max-candidates 1" not in command
     no_gate = repro_commands({**config, "epsilon": None, "no_gate": True}, record, study_dir="/s")
     assert "--no-gate" in no_gate["gptuner"]
+
+
+def test_route_counts_never_exceed_the_space() -> None:
+    """Defect: the knob explorer said random/tpe/gp/nsga2 = 49 for a 48-route space."""
+    from gptuner_core.dashboard import data
+    from gptuner_core.expressions import Expression
+    from gptuner_core.views.builder import strategy_counts
+
+    db = data.knob_database("onnxruntime", "assets/cnn_digits.onnx", 0)
+    expr = Expression.parse("-quant:mode=[off|qdq|qoperator|dynamic] -quant:reduce_range=[off|on] "
+                            "-quant:weight_type=[int8|int4] -ort:intra_op_num_threads=[0|1|2]", db)
+    assert expr.count("full") == 48
+    assert max(c.high for c in strategy_counts(expr)) == 48
+    # the default route left out of the space is measured too: one more, never two
+    apart = Expression.parse("-quant:mode=[qdq|dynamic] -quant:reduce_range=[off|on]", db)
+    assert max(c.high for c in strategy_counts(apart)) == 5
