@@ -72,6 +72,12 @@ def _settable(session: Any, key: str) -> bool:
     return meta is not None and meta.value_type in _SETTABLE
 
 
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, bool, int, float))
+
+
 def keep_widgets() -> None:
     """Keep every keyed input across page switches, hidden sections and failed runs.
 
@@ -86,7 +92,8 @@ def keep_widgets() -> None:
     if kept is None:
         kept = st.session_state[KEPT] = {}
     for key, value in st.session_state.to_dict().items():
-        if not key.startswith("gptuner.") and _settable(session, key):
+        # plain values only: a chart's or table's selection (a dict) is read-only
+        if (not key.startswith("gptuner.") and _plain(value) and _settable(session, key)):
             kept[key] = value
     for key, value in kept.items():
         # set every kept input this run, drawn or not: Streamlit sends a widget the value set
