@@ -230,3 +230,21 @@ def settings_flags(config: Mapping[str, Any]) -> list[str]:
     for shape in config.get("measure_shapes") or ():
         out += ["--measure-shapes", shape]
     return out
+
+
+def state_line(record: CandidateRecord) -> str:
+    """The candidate's state in one line; a duplicate names the candidate it repeats."""
+    line = f"#{record.number}: {record.state.value}"
+    if record.duplicate_of is not None:
+        line += (f" of #{record.duplicate_of} (the same effective route: not built or measured "
+                 f"again; its numbers are #{record.duplicate_of}'s)")
+    return line + (f" — {record.error}" if record.error else "")
+
+
+def no_log_line(record: CandidateRecord) -> str:
+    """Why a candidate has no log to show (never an empty section)."""
+    if record.duplicate_of is not None:
+        return (f"#{record.number} has no log of its own: it repeats #{record.duplicate_of}, "
+                f"whose log is on its trace.")
+    return (f"No log was kept for #{record.number} ({record.state.value}): the tuner wrote its "
+            "build and measurement lines to the study's tuner.log.")

@@ -83,3 +83,18 @@ def test_route_counts_never_exceed_the_space() -> None:
     # the default route left out of the space is measured too: one more, never two
     apart = Expression.parse("-quant:mode=[qdq|dynamic] -quant:reduce_range=[off|on]", db)
     assert max(c.high for c in strategy_counts(apart)) == 5
+
+
+def test_duplicate_says_of_which_and_log_is_never_blank() -> None:
+    """Defect: "#8: DUPLICATE" did not say of which candidate; Route trace's Log section was
+    empty for candidates without a log of their own."""
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+    from gptuner_core.views import trace
+
+    dup = CandidateRecord(number=8, requested_route="-a=1", state=CandidateState.DUPLICATE,
+                          duplicate_of=3)
+    assert trace.state_line(dup).startswith("#8: DUPLICATE of #3")
+    assert "#3" in trace.no_log_line(dup)
+    plain = CandidateRecord(number=0, requested_route="", state=CandidateState.COMPLETE)
+    assert "No log was kept for #0" in trace.no_log_line(plain)
