@@ -184,3 +184,16 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
         health_tab(study, snap)
     else:
         widgets.notes_box(study)
+
+
+def revalidation_hint(win: dict, best: int) -> str:
+    """What to do about ``best``, the fastest eligible route at a changed ε: re-validate it,
+    unless the study already did (it was the chosen route or the best contender re-validated)."""
+    from gptuner_core.records.study import Winner
+
+    verdict = Winner.from_json(win)
+    if not verdict.screening and best in (verdict.number, verdict.best):
+        return (f"At this ε the fastest eligible route is #{best}; the study already re-validated "
+                "it in fresh processes (see the verdict above).")
+    return (f"At this ε the fastest eligible route is #{best}; re-validate it before relying on "
+            "it (the stored winner was decided at the configured ε).")

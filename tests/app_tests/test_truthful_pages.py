@@ -27,3 +27,24 @@ def test_importance_tab_shows_explains_numbers(finished_workspace, monkeypatch) 
     explained = next(d.value for d in at.dataframe if "importance" in d.value.columns)
     assert shown.round(6).to_dict("records") == explained.round(6).to_dict("records")
     assert len(shown) >= 2
+
+
+def test_results_never_asks_to_revalidate_a_revalidated_route(tmp_path, monkeypatch) -> None:
+    """Defect: Results suggested "re-validate #1" for the route the study had re-validated."""
+    from gptuner_core import views
+    from gptuner_core.dashboard import data
+    from gptuner_core.storage import open_store
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
+
+    study = write_synthetic_study(tmp_path / "digits-study", 24, seed=3)
+    loose = int(views.winner(data.ranked(study, 1.0))["number"])
+    with open_store(study) as store:  # the study re-validated it: not faster than the default
+        store.set_meta("winner", {"verdict": "not_faster", "number": 0, "speedup": 1.0,
+                                  "ci": [0.99, 1.01], "best": loose, "best_speedup": 1.004,
+                                  "best_ci": [0.99, 1.02], "rounds": 12, "significant": False,
+                                  "message": "no route is significantly faster"})
+    at = _page("pages/4_Results.py", tmp_path, monkeypatch)
+    at.text_input(key="res_eps_digits-study").set_value("1").run()
+    assert not at.exception, at.exception
+    hints = [c.value for c in at.caption if "fastest eligible route" in c.value]
+    assert hints and f"#{loose}" in hints[0] and "already re-validated" in hints[0], hints
