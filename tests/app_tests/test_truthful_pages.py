@@ -48,3 +48,13 @@ def test_results_never_asks_to_revalidate_a_revalidated_route(tmp_path, monkeypa
     assert not at.exception, at.exception
     hints = [c.value for c in at.caption if "fastest eligible route" in c.value]
     assert hints and f"#{loose}" in hints[0] and "already re-validated" in hints[0], hints
+
+
+def test_compare_knows_the_study_revalidated_the_winner(finished_workspace, monkeypatch) -> None:
+    """Defect: Compare said "#1 has not been re-validated against #0 yet" right under the study
+    verdict about #1."""
+    at = _page("pages/6_Compare.py", finished_workspace, monkeypatch)
+    assert not at.exception, at.exception
+    lines = [c.value for c in at.caption]
+    assert not any("has not been re-validated" in line for line in lines), lines
+    assert any("re-validated against #0 by the study itself" in line for line in lines), lines
