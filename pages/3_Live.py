@@ -106,8 +106,10 @@ def live_panel() -> None:
     if win:
         verdict = Winner.from_json(win)
         (st.success if verdict.significant else st.info)(f"**Verdict: {verdict.headline()}** — {verdict.message}")
-    if len(ranked):
+    if ranked["median_ms"].notna().any():
         st.plotly_chart(landing_figure(ranked), key="live_chart")
+    elif len(ranked):  # never an empty chart on made-up axes while the first route measures
+        st.caption("No latency measured yet: the chart starts with the first measured route.")
     fails = views.recent_failures(s.records)
     if len(fails):
         st.caption("Recent failures")

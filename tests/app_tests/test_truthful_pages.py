@@ -58,3 +58,20 @@ def test_compare_knows_the_study_revalidated_the_winner(finished_workspace, monk
     lines = [c.value for c in at.caption]
     assert not any("has not been re-validated" in line for line in lines), lines
     assert any("re-validated against #0 by the study itself" in line for line in lines), lines
+
+
+def test_live_draws_no_empty_chart_while_the_first_route_measures(tmp_path, monkeypatch) -> None:
+    """Defect: the torch Live view showed an empty chart on axes −1…6 while still measuring."""
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+    from gptuner_core.storage import open_store
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
+
+    study = write_synthetic_study(tmp_path / "digits-study", 1, seed=3, status="running")
+    with open_store(study) as store:
+        store.put_candidate(CandidateRecord(number=0, requested_route="",
+                                            state=CandidateState.RUNNING))
+    at = _page("pages/3_Live.py", tmp_path, monkeypatch)
+    assert not at.exception, at.exception
+    assert not at.get("plotly_chart")
+    assert any("No latency measured yet" in c.value for c in at.caption)
