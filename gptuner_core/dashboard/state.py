@@ -27,6 +27,8 @@ TRUSTED_UPLOADS = "gptuner.trusted_uploads"  # uploaded .py/.pt2 models the user
 AUTO_NAME = "gptuner.auto_name"  # the study name New run last derived from the model
 PENDING_STUDY = "gptuner.pending_study"  # {"name", "dir"}: the folder New run's Start creates
 KEPT = "gptuner.kept"  # {widget key: last value} of every keyed input (see keep_widgets)
+SAVED = "gptuner.kept_saved"  # the KEPT text last written to the tab's file
+TAB_PARAM = "tab"  # query parameter naming the browser tab's saved inputs (survives reloads)
 #: the widget value kinds a script may set (buttons, uploaders, editors and chat are left out)
 _SETTABLE = frozenset({"bool_value", "double_value", "double_array_value", "int_value",
                        "int_array_value", "string_value", "string_array_value"})
@@ -42,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     LOG_Y: True,
     TRUSTED_UPLOADS: (),
     KEPT: {},
+    SAVED: "",
     AUTO_NAME: None,
     PENDING_STUDY: None,
 }
@@ -89,14 +92,59 @@ def keep_widgets() -> None:
 
     session = get_session_state()
     kept = st.session_state.get(KEPT)
-    if kept is None:
-        kept = st.session_state[KEPT] = {}
+    if not kept:  # a new session: a reload of the same tab brings its inputs back from disk
+        kept = st.session_state[KEPT] = _load_kept()
     for key, value in st.session_state.to_dict().items():
         # plain values only: a chart's or table's selection (a dict) is read-only
         if (not key.startswith("gptuner.") and _plain(value) and _settable(session, key)):
             kept[key] = value
+    _save_kept(kept)
     for key, value in kept.items():
         # set every kept input this run, drawn or not: Streamlit sends a widget the value set
         # through st.session_state in the run that draws it; a value put back in an earlier
         # run would be used by the server while the browser showed the widget's default
         st.session_state[key] = value
+
+
+def _tab_file() -> Any:
+    """``WORKSPACE/_sessions/<tab>.json`` for this browser tab (the ``?tab=`` token, made once
+    per session and put back into the URL each run so that a reload keeps it)."""
+    import re
+    import secrets
+
+    from gptuner_core.dashboard.workspace import workspace_dir
+
+    token = str(st.query_params.get(TAB_PARAM) or "")
+    if not re.fullmatch(r"[0-9a-f]{16}", token):
+        token = st.session_state.get("gptuner.tab") or secrets.token_hex(8)
+    st.session_state["gptuner.tab"] = token
+    st.query_params[TAB_PARAM] = token
+    return workspace_dir() / "_sessions" / f"{token}.json"
+
+
+def _load_kept() -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(_tab_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_kept(kept: dict[str, Any]) -> None:
+    """Write the tab's inputs when they changed (a small JSON file; plain values only)."""
+    import json
+
+    text = json.dumps(kept, sort_keys=True)
+    path = _tab_file()
+    if text == st.session_state.get(SAVED) and path.is_file():
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        return  # a read-only workspace: inputs still survive page switches, not reloads
+    st.session_state[SAVED] = text

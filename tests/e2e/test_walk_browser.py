@@ -1,5 +1,5 @@
 """Issue 26's walk in real headless Chromium: explorer → New run (fill every field) → explorer →
-New run (all kept) → bad upload → good upload (all kept) → Start → Live → Stop → Resume →
+New run (all kept) → bad upload → reload → good upload (all kept) → Start → Live → Stop → Resume →
 Results → Route trace repro (runs as printed) → Compare. Screenshots in ``test-artifacts/``."""
 
 from __future__ import annotations
@@ -107,6 +107,9 @@ def test_walk_keeps_everything_and_tells_the_truth(tmp_path: Path, browser_page)
             expect(page.get_by_text("upload 'empty.npz' is empty (0 bytes)").first).to_be_visible()
             _no_traceback(page)
             page.screenshot(path=f"{shot}-2-bad-upload.png", full_page=True)
+            _kept(page)
+            page.reload()  # the same tab: what was typed comes back
+            _idle(page)
             _kept(page)
             _upload(page, ROOT / "assets" / "mlp_digits_eval.npz")
             _kept(page)
