@@ -75,3 +75,16 @@ def test_live_draws_no_empty_chart_while_the_first_route_measures(tmp_path, monk
     assert not at.exception, at.exception
     assert not at.get("plotly_chart")
     assert any("No latency measured yet" in c.value for c in at.caption)
+
+
+def test_overview_shows_each_studys_best_value(finished_workspace, monkeypatch) -> None:
+    """optuna-dashboard's best value per study: the lowest median latency of a passing route."""
+    from gptuner_core.storage import open_store
+
+    with open_store(finished_workspace / "digits-study", readonly=True) as store:
+        best = min(r.latency.median_ms for r in store.candidates()
+                   if r.state.value == "COMPLETE" and r.latency is not None)
+    at = _page("pages/0_Overview.py", finished_workspace, monkeypatch)
+    assert not at.exception, at.exception
+    table = next(d.value for d in at.dataframe if "study" in d.value.columns)
+    assert table.loc[table["study"] == "digits-study", "best ms"].iloc[0] == best
