@@ -10,7 +10,8 @@ import streamlit as st
 
 
 PAGES = [
-    st.Page("pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page("pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True,
+            url_path="home"),
     st.Page("pages/1_Knob_explorer.py", title="Knob explorer", icon=":material/tune:"),
     st.Page("pages/2_New_run.py", title="New run", icon=":material/rocket_launch:"),
     st.Page("pages/3_Live.py", title="Live", icon=":material/monitoring:"),
@@ -20,4 +21,14 @@ PAGES = [
     st.Page("pages/7_Explain.py", title="Explain", icon=":material/explore:"),
 ]
 
-st.navigation(PAGES).run()
+
+
+def _overview_by_name() -> None:
+    st.switch_page(PAGES[0])
+
+
+# the default page is served at "/" only: /Overview leads there too (no "Page not found")
+OVERVIEW_URL = st.Page(_overview_by_name, title="Overview", url_path="Overview",
+                       visibility="hidden")
+
+st.navigation([*PAGES, OVERVIEW_URL]).run()

@@ -180,6 +180,9 @@ def main() -> int:
     parser.add_argument("--quiet", type=float, default=500.0, help="ms without DOM change = done")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per page visit")
     parser.add_argument("--studies", type=Path, help="folder keeping the synthetic studies")
+    parser.add_argument("--companions", type=int, default=0,
+                        help="more studies of 1,000 candidates beside the timed one in each "
+                             "workspace (issue 26: 19, a workspace of 20 studies)")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -197,7 +200,8 @@ def main() -> int:
         return 2
     checkouts = {"new": ROOT} | ({"today": args.base.resolve()} if args.base else {})
     rows: list[tuple[int, str, str, str, float]] = []
-    print(f"load average at start: {os.getloadavg()}", flush=True)
+    print(f"load average at start: {os.getloadavg()}; {args.companions} companion studies of "
+          "1,000 candidates per workspace", flush=True)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         keep = args.studies or Path(tmp)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -209,6 +213,11 @@ def main() -> int:
                 t0 = time.perf_counter()
                 write_synthetic_study(ws / "scale", n, samples=20, write_logs=False)
                 print(f"[{n:,}] wrote the study in {time.perf_counter() - t0:.1f} s", flush=True)
+            for i in range(args.companions):  # a busy workspace: every page lists these too
+                other = ws / f"companion-{i:02d}"
+                if not (other / "study.sqlite").is_file():
+                    write_synthetic_study(other, 1_000, seed=i + 1, samples=20, write_logs=False)
+                    os.utime(other / "study.sqlite", (1, 1))  # older: "scale" stays the newest
             for label, root in checkouts.items():
                 log = Path(tmp) / f"streamlit-{label}-{n}.log"
                 with dashboard_server(ws, log=log, root=root, timeout_s=120) as url:

@@ -52,6 +52,7 @@ def overview() -> None:
                 n_finished=n_finished,
                 stale=views.stale_reasons(snap.fingerprint, current),
                 pid_alive=pid_alive(snap.meta.get("pid")),
+                best_ms=snap.best_ms,
             )
         )
 

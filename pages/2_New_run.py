@@ -15,7 +15,6 @@ from gptuner_core.dashboard import newrun
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.builder import expression_builder
-from gptuner_core.dashboard.workspace import new_study_dir
 from gptuner_core.errors import GptunerError
 
 
@@ -71,11 +70,10 @@ if not problems:
     problems = forms.check_fields(fields)
 
 st.subheader("Start")
-name = st.text_input("Study name", value=(model.fields["model"] and
-                                          model.fields["model"].rsplit("/", 1)[-1].rsplit(".", 1)[0])
-                     or "study", key="nr_name")
+name = newrun.study_name_input(model.extra["name"])
+study_dir = newrun.study_target(ws, name)
 if not problems:
-    command, _ = start_tuner(fields, ws / name, dry=True)
+    command, _ = start_tuner(fields, study_dir, dry=True)
     st.code(command, language="bash")
     st.caption("study.json, written into the study folder on Start:")
     st.code(json.dumps(StudyConfig(**fields).to_json(), indent=1), language="json")
@@ -83,7 +81,6 @@ else:
     st.warning("**Start is disabled** until these are fixed:\n" + "\n".join(f"- {p}" for p in problems))
 if st.button("Start tuning", type="primary", disabled=bool(problems), key="nr_start",
              help="; ".join(problems) or None):
-    study_dir = new_study_dir(ws, name)
     try:
         command, pid = start_tuner(fields, study_dir)
     except GptunerError as exc:

@@ -102,8 +102,10 @@ def live_panel() -> None:
     c4.metric("Screening fastest so far", "—" if best is None else f"{best['speedup']:.3f}x",
               None if best is None else f"#{int(best['number'])} · {best['median_ms']:.4g} ms",
               delta_color="off")
-    if len(ranked):
+    if ranked["median_ms"].notna().any():
         st.plotly_chart(landing_figure(ranked), key="live_chart")
+    elif len(ranked):  # never an empty chart on made-up axes while the first route measures
+        st.caption("No latency measured yet: the chart starts with the first measured route.")
     fails = views.recent_failures(s.records)
     if len(fails):
         st.caption("Recent failures")

@@ -14,6 +14,7 @@ from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.inputs import parse_number
 from gptuner_core.dashboard.results import render_tabs
+from gptuner_core.dashboard.results import revalidation_hint
 from gptuner_core.dashboard.workspace import pid_alive
 from gptuner_core.records.verdict_text import recommended
 
@@ -75,8 +76,7 @@ def results() -> None:
                     f"{ci_text} · one process, not the verdict", delta_color="off")
         st.code(best["route"] or "(default route)", language="bash")
         if gate_on and epsilon != cfg.get("epsilon") and win.get("number") not in (None, int(best["number"])):
-            st.caption(f"At this ε the fastest eligible route is #{int(best['number'])}; re-validate "
-                       "it before relying on it (the stored winner was decided at the configured ε).")
+            st.caption(revalidation_hint(win, int(best["number"])))
     else:
         m[4].metric("Screening fastest", "—")
         st.warning("No eligible candidate at this ε.")

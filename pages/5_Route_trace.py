@@ -39,8 +39,7 @@ if rec is None:
     st.stop()
 
 (st.error if rec.state.is_failure() or rec.state.value == "ACCURACY_FAILED" else st.success)(
-    f"#{rec.number}: {rec.state.value}" + (f" — {rec.error}" if rec.error else "")
-)
+    views.trace.state_line(rec))
 left, right = st.columns([1, 1])
 with left:
     st.subheader("Record")
@@ -86,8 +85,11 @@ log, note = trust.study_file(study, rec.log_path, what="candidate log",
                              fallback=study / "candidates" / f"{rec.number:05d}" / "log.txt")
 if note:
     (st.caption if log is not None or not rec.log_path else st.error)(note)  # none recorded: not an error
-if log is not None:
-    st.code(launch.tail(log, 12000) or f"(empty log at {log})", language="text")
+log_text = launch.tail(log, 12000) if log is not None else ""
+if log_text:
+    st.code(log_text, language="text")
+else:
+    st.caption(views.trace.no_log_line(rec))
 
 st.subheader("Artifact")
 artifact, note = trust.study_file(study, rec.artifact_path, what="artifact")

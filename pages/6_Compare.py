@@ -127,7 +127,7 @@ def pairwise_panel() -> None:
         m[3].metric("Verdict", c.verdict.replace("_", " "))
         st.caption(f"Method: {c.method}")
     elif now.state == "none":
-        st.caption(f"#{cand} has not been re-validated against #{ref} yet.")
+        st.caption(cmp_views.no_comparison_line(snap.meta.get("winner"), ref, cand))
 
 
 pairwise_panel()

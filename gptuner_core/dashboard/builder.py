@@ -97,11 +97,13 @@ def expression_builder(db: KnobDatabase, *, key: str, initial: str = "",
     from gptuner_core.expressions import Expression
 
     k = _keys(key)
-    if k["text"] not in st.session_state:
+    if k["text"] not in st.session_state or k["bracketed"] not in st.session_state:
         # Streamlit drops a widget's state after any run that does not draw it (New run draws
         # this only while the model has a knob database, one builder per backend): the text
         # comes back from its copy under a plain key, which Streamlit never drops
-        st.session_state[k["text"]] = st.session_state.get(k["kept"], initial)
+        # (or, in a tab reloaded from disk, the text is back without the pickers' state)
+        st.session_state[k["text"]] = st.session_state.get(
+            k["text"], st.session_state.get(k["kept"], initial))
         _sync_pickers(key, db)
     knobs = views.knob_frame(db)
     c1, c2 = st.columns([2, 1])

@@ -49,6 +49,7 @@ class Header:
     fingerprint: dict[str, Any]
     meta: dict[str, Any]
     state_counts: dict[str, int]
+    best_ms: float | None = None  # the lowest median latency among passing candidates
 
     @property
     def n_finished(self) -> int:
@@ -98,7 +99,8 @@ def _header(path: str, rev: tuple[int, ...]) -> Header:
 
     with open_store(path, readonly=True) as store:
         return Header(path=path, config=dict(store.config()), fingerprint=dict(store.fingerprint()),
-                      meta={k: store.get_meta(k) for k in META_KEYS}, state_counts=store.state_counts())
+                      meta={k: store.get_meta(k) for k in META_KEYS}, state_counts=store.state_counts(),
+                      best_ms=store.best_median_ms())
 
 
 def header(study_dir: str | Path) -> Header:

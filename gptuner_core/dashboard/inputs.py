@@ -48,8 +48,11 @@ def parse_number(
         value = float(raw.replace("_", ""))
     except ValueError:
         return None, f"{name}: expected {expected} (got '{raw}')"
-    if not math.isfinite(value) or abs(value) > LIMIT:
-        return None, f"{name}: expected {expected} (got '{raw}', which is not a usable number)"
+    if not math.isfinite(value):
+        return None, f"{name}: expected {expected} (got '{raw}', which is not a finite number)"
+    if abs(value) > LIMIT:
+        return None, (f"{name}: expected {expected} (got '{raw}', larger than {LIMIT:g}, the "
+                      "largest accepted: a typo?)")
     if kind is int:
         if value != int(value):
             return None, f"{name}: expected {expected} (got '{raw}')"

@@ -39,6 +39,7 @@ def model_section(ws: Path) -> Section:
     from gptuner_core.dashboard.workspace import save_upload
 
     problems: list[str] = []
+    name = ""
     samples = {s.name: s for s in bundled_samples()}
     source = st.radio("Model", ["Bundled sample", "Upload"], horizontal=True, key="nr_source",
                       index=0 if samples else 1)
@@ -46,6 +47,7 @@ def model_section(ws: Path) -> Section:
     if source == "Bundled sample" and samples:
         pick = st.selectbox("Sample model", list(samples), key="nr_sample")
         model, dataset = samples[pick].model, samples[pick].dataset
+        name = samples[pick].file.stem
     else:
         up = st.file_uploader(
             f"Model (≤ {MAX_UPLOAD_MB} MB): .onnx, or for the torch backend a .py file with "
@@ -59,6 +61,7 @@ def model_section(ws: Path) -> Section:
                 st.error(str(exc))
                 problems.append(str(exc))
             else:
+                name = Path(up.name).stem
                 model, problem = _trusted_model(saved, up.name)
                 if problem:
                     problems.append(problem)
@@ -79,7 +82,7 @@ def model_section(ws: Path) -> Section:
     labels = bool(dataset) and dataset_has_labels(dataset)
     return Section(fields={"model": str(model) if model else "",
                            "dataset": str(dataset) if dataset else None},
-                   problems=tuple(problems), extra={"labels": labels})
+                   problems=tuple(problems), extra={"labels": labels, "name": name or "study"})
 
 
 def _trusted_model(saved: Path, name: str) -> tuple[str | None, str | None]:
@@ -276,3 +279,26 @@ def starter_expression(backend: str, db: Any) -> str:
         return starter
     binary = [k for k in db if k.values and len(k.values) == 2][:3]
     return " ".join(f"{k.name}=[{'|'.join(k.values)}]" for k in binary)
+
+
+def study_name_input(model_name: str) -> str:
+    """The study name field: it follows the model (a sample or the uploaded file's own name)
+    until the user types a name of their own, which is then kept."""
+    auto = state.get(state.AUTO_NAME)
+    if st.session_state.get("nr_name") in (None, auto):
+        st.session_state["nr_name"] = model_name
+    state.put(state.AUTO_NAME, model_name)
+    return st.text_input("Study name", key="nr_name").strip() or model_name
+
+
+def study_target(ws: Path, name: str) -> Path:
+    """The folder Start will create for ``name``: chosen once and shown in the preview, so the
+    command and study.json shown are the ones Start runs (a new one once that folder exists)."""
+    from gptuner_core.dashboard.workspace import new_study_dir
+
+    pending = state.get(state.PENDING_STUDY) or {}
+    folder = pending.get("dir")
+    if pending.get("name") != name or not folder or (ws / folder).exists():
+        folder = new_study_dir(ws, name).name
+        state.put(state.PENDING_STUDY, {"name": name, "dir": folder})
+    return ws / folder

@@ -103,19 +103,22 @@ def history_tab(study: Path, snap: Snapshot, ranked: pd.DataFrame) -> None:
                    "(the replay backend, or a space brought in by `gptuner import`).")
 
 
-def importance_tab(ranked: pd.DataFrame) -> None:
-    """Parameter importance with uncertainty, from ``gptuner_core.effects`` when it is there."""
-    try:
-        from gptuner_core import effects  # another helper's module (issue: one verdict)
-    except ImportError:
-        st.info("Knob importance with uncertainty comes with `gptuner_core.effects` "
-                "(not in this build yet). The Knob effect tab shows each knob's latencies.")
+def importance_tab(study: Path) -> None:
+    """Knob importance with its bootstrap interval: the same numbers as Explain's table."""
+    from gptuner_core.dashboard import explain as ex
+    from gptuner_core.views import explain as ev
+
+    expl = ex.explanation(study, None)
+    if expl is None:
         return
-    render = getattr(effects, "importance_figure", None)
-    if render is None:
-        st.info("`gptuner_core.effects` has no importance_figure(frame) yet.")
+    if not expl.importance:
+        st.caption("Too few eligible candidates (at least 3) to rank knobs.")
         return
-    st.plotly_chart(render(ranked), key="res_importance")
+    st.plotly_chart(ev.importance_figure(expl.importance), key="res_importance")
+    st.dataframe(ev.importance_frame(expl.importance), hide_index=True, width="stretch",
+                 key="res_importance_table")
+    st.caption("Share of explained log-latency variance (ridge regression, 200 bootstrap "
+               "resamples), as on Explain.")
 
 
 def table_tab(study: Path, ranked: pd.DataFrame, metric: str) -> None:
@@ -198,10 +201,23 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
     elif view == "Latency EDF":
         st.plotly_chart(edf_figure({study.name: ranked}), key="res_edf")
     elif view == "Importance":
-        importance_tab(ranked)
+        importance_tab(study)
     elif view == "Table":
         table_tab(study, ranked, metric)
     elif view == "Measurement health":
         health_tab(study, snap)
     else:
         widgets.notes_box(study)
+
+
+def revalidation_hint(win: dict, best: int) -> str:
+    """What to do about ``best``, the fastest eligible route at a changed ε: re-validate it,
+    unless the study already did (it was the chosen route or the best contender re-validated)."""
+    from gptuner_core.records.study import Winner
+
+    verdict = Winner.from_json(win)
+    if not verdict.screening and best in (verdict.number, verdict.best):
+        return (f"At this ε the fastest eligible route is #{best}; the study already re-validated "
+                "it in fresh processes (see the verdict above).")
+    return (f"At this ε the fastest eligible route is #{best}; re-validate it before relying on "
+            "it (the stored winner was decided at the configured ε).")

@@ -20,6 +20,7 @@ def page_setup(title: str, icon: str = "⚙️") -> Path:
     """Page config, state defaults and the sidebar workspace line; returns the workspace."""
     st.set_page_config(page_title=f"gptuner · {title}", page_icon=icon, layout="wide")
     state.init()
+    state.keep_widgets()
     ws = workspace_dir()
     st.sidebar.caption(f"Workspace: `{ws}`")
     return ws

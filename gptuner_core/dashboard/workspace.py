@@ -208,18 +208,59 @@ def check_pt2_bytes(filename: str, data: bytes) -> None:
 
 
 def check_npz_bytes(filename: str, data: bytes) -> list[str]:
-    """Open npz bytes; return the array names."""
+    """Open npz bytes; return the array names. One line naming the real problem otherwise:
+    an empty file, bytes that are not a zip of ``.npy`` arrays, an unreadable or pickled
+    (object) array, or an input array holding only NaN values."""
     import io
     import zipfile
 
     import numpy as np
 
+    if not data:
+        msg = f"upload '{filename}' is empty (0 bytes): expected a .npz archive of arrays"
+        raise UploadError(msg)
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        got = "text" if _looks_like_text(data) else "other bytes"
+        msg = (f"upload '{filename}' is not a .npz archive (expected the zip of .npy arrays that "
+               f"numpy.savez writes, got {got})")
+        raise UploadError(msg)
+    names: list[str] = []
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return list(npz.files)
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        msg = f"upload '{filename}' is not a valid .npz dataset ({exc})"
+            for name in npz.files:
+                _check_array(filename, name, npz[name])
+                names.append(name)
+    except UploadError:
+        raise
+    except ValueError as exc:
+        what = ("holds pickled (object) arrays, which are never loaded"
+                if "allow_pickle" in str(exc) else f"has an unreadable array ({exc})")
+        msg = f"upload '{filename}' {what}: expected numeric arrays"
         raise UploadError(msg) from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        msg = f"upload '{filename}' is a damaged .npz archive ({type(exc).__name__}: {exc})"
+        raise UploadError(msg) from None
+    if not names:
+        msg = f"upload '{filename}' holds no arrays: expected one array per model input"
+        raise UploadError(msg)
+    return names
+
+
+def _looks_like_text(data: bytes) -> bool:
+    try:
+        data[:4096].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _check_array(filename: str, name: str, array) -> None:  # noqa: ANN001 - a numpy array
+    import numpy as np
+
+    if array.dtype.kind == "f" and array.size and bool(np.isnan(array).all()):
+        msg = (f"upload '{filename}': array '{name}' holds only NaN values "
+               f"(expected real numbers, {array.size:,} NaN)")
+        raise UploadError(msg)
 
 
 def model_input_names(model: Path) -> list[str]:
@@ -252,11 +293,6 @@ def pid_alive(pid: int | None) -> bool | None:
     from gptuner_core.engine.process.launch import pid_alive as alive
 
     return None if not pid else alive(int(pid))
-    try:
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def dataset_has_labels(dataset: Path) -> bool:

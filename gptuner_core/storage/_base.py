@@ -81,6 +81,13 @@ class StudyStore(abc.ABC):
     def candidate(self, number: int) -> CandidateRecord | None:
         """One candidate with its raw samples, or ``None``."""
 
+    def best_median_ms(self) -> float | None:
+        """The lowest median latency (ms) of a candidate that passed (``COMPLETE``): the
+        study's best value, without reading the records where the store can."""
+        timed = [r.latency.median_ms for r in self.candidates()
+                 if r.state.value == "COMPLETE" and r.latency is not None]
+        return min(timed) if timed else None
+
     def state_counts(self) -> dict[str, int]:
         """How many candidates are in each state (``CandidateState`` values); stores may answer
         without reading the records (the dashboard's study list)."""

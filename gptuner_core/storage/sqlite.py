@@ -277,6 +277,11 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
     def state_counts(self) -> dict[str, int]:
         return dict(self._read("SELECT state, COUNT(*) FROM candidates GROUP BY state"))
 
+    def best_median_ms(self) -> float | None:
+        rows = self._read("SELECT MIN(median_ms) FROM candidates WHERE state = ?",
+                          (CandidateState.COMPLETE.value,))
+        return rows[0][0] if rows and rows[0][0] is not None else None
+
     def delete_unfinished(self) -> list[int]:
         unfinished = (CandidateState.PENDING.value, CandidateState.RUNNING.value)
 

@@ -101,9 +101,6 @@ def expression_problem(text: str, db: KnobDatabase) -> str | None:
     """``None`` for a valid (or blank) expression, else one line: trtexec's message plus the bad
     value(s) and the allowed ones (or the closest knob names)."""
     from gptuner_core.expressions import Expression
-    from gptuner_core.expressions import parse_term
-    from gptuner_core.expressions import split_values
-    from gptuner_core.expressions import tokenize
 
     if not text.strip():
         return None
@@ -113,7 +110,34 @@ def expression_problem(text: str, db: KnobDatabase) -> str | None:
         message = str(exc)
     else:
         return None
+    return clip(_problem(text, db, message))
+
+
+#: longest problem line shown: a pasted expression of thousands of values is never echoed whole
+MAX_PROBLEM = 300
+
+
+def clip(line: str, limit: int = MAX_PROBLEM) -> str:
+    """``line`` cut to ``limit`` characters, saying how much was left out."""
+    return line if len(line) <= limit else f"{line[:limit]}… ({len(line) - limit:,} more characters)"
+
+
+def _values_text(values: list[str], shown: int = 5) -> str:
+    more = f" and {len(values) - shown:,} more" if len(values) > shown else ""
+    return "|".join(values[:shown]) + more
+
+
+def _problem(text: str, db: KnobDatabase, message: str) -> str:
+    from gptuner_core.expressions import parse_term
+    from gptuner_core.expressions import split_values
+    from gptuner_core.expressions import tokenize
+
     for token in tokenize(text.strip()):
+        name, _, value = token.partition("=")
+        if value.count("[") != value.count("]"):
+            missing = "]" if value.count("[") > value.count("]") else "["
+            return (f"{name.strip()}: the value list is not closed: '{missing}' is missing "
+                    f"(got {clip(token, 80)!r})")
         try:
             parse_term(token, db)
         except ExpressionError as exc:
@@ -121,7 +145,7 @@ def expression_problem(text: str, db: KnobDatabase) -> str | None:
             value = token.partition("=")[2]
             if "=" not in token:
                 return (f"{exc} — every token is -knob=value or -knob=[v1|v2] "
-                        f"(got {token!r}; '#' comments belong in expression files)")
+                        f"(got {clip(token, 80)!r}; '#' comments belong in expression files)")
             if name not in db:
                 close = difflib.get_close_matches(name, [k.name for k in db], n=3, cutoff=0.6)
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -132,7 +156,8 @@ def expression_problem(text: str, db: KnobDatabase) -> str | None:
                 given = split_values(value[start + 1:end]) if 0 <= start < end else (value.strip(" \t"),)
                 bad = [v for v in given if v not in knob.values]
                 if bad:
-                    return (f"{exc} — not allowed: {'|'.join(bad)}; allowed for {name}: "
+                    return (f"{clip(str(exc), 120)} — not allowed: {_values_text(bad)}; "
+                            f"allowed for {name}: "
                             f"{_allowed(db, name)}")
             return f"{exc} (allowed for {name}: {_allowed(db, name)})"
     return message
@@ -171,8 +196,14 @@ def strategy_counts(
     from gptuner_core.strategies import get_strategy
     from gptuner_core.strategies import strategy_names
 
+    # every strategy measures distinct routes: the space, plus the default route when the
+    # expression leaves it out (a sampler's planned() counts the default apart, once too many)
+    distinct = expr.count("full") + (0 if baseline_in_space(expr) else 1)
+
     def cap(n: int | None) -> int | None:
-        return n if n is None or not max_candidates else min(n, max_candidates)
+        if n is None:
+            return None
+        return min(n, distinct, max_candidates or distinct)
 
     out = []
     for name in names or strategy_names():
@@ -195,3 +226,10 @@ def strategy_counts(
         out.append(StrategyCount(strategy=name, low=cap(planned), high=cap(planned),
                                  default=is_default, note="" if planned is not None else "unknown"))
     return out
+
+
+def baseline_in_space(expr: Expression) -> bool:
+    """Whether the default route (#0) is one of the expression's routes: every variable knob
+    lists its default value (fixed knobs are part of the baseline as written)."""
+    return all(d in t.values for t, d in zip(expr.terms, expr.defaults, strict=True)
+               if t.variable)

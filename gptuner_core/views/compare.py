@@ -78,3 +78,16 @@ def busy_warning(holders: tuple) -> str:
     who = sorted({f"study {h.study} (pid {h.pid})" for h in holders})
     return ("The measuring device is busy: " + "; ".join(who) + " is measuring. A comparison "
             "started now waits for it (\"waiting for device\") and measures afterwards.")
+
+
+def no_comparison_line(winner: dict | None, reference: int, candidate: int) -> str:
+    """What to say when no separate comparison of the pair was run: the study's own
+    re-validation may already have measured the candidate against the default."""
+    from gptuner_core.records.study import Winner
+
+    if winner and reference == 0:
+        verdict = Winner.from_json(winner)
+        if not verdict.screening and candidate in (verdict.number, verdict.best):
+            return (f"#{candidate} was re-validated against #0 by the study itself (the study "
+                    "verdict above); no separate comparison of this pair has been run here.")
+    return f"#{candidate} has not been re-validated against #{reference} yet."

@@ -136,3 +136,22 @@ def failures_frame(clusters: Sequence[FailureCluster]) -> pd.DataFrame:
         "candidates": ", ".join(f"#{n}" for n in c.numbers), "explanation": c.explanation,
         "exclude_expression": c.exclude_expression or "",
     } for c in clusters], columns=["signature", "count", "candidates", "explanation", "exclude_expression"])
+
+
+def importance_figure(items: Sequence[KnobImportance]) -> go.Figure:
+    """Knob importance (share of explained log-latency variance) with its bootstrap 95 % CI:
+    the numbers of Explain's importance table, drawn."""
+    import plotly.graph_objects as go
+
+    shown = sorted(items, key=lambda i: i.importance)
+    fig = go.Figure(go.Bar(
+        x=[i.importance for i in shown], y=[i.knob for i in shown], orientation="h",
+        error_x={"type": "data", "symmetric": False,
+                 "array": [max(0.0, i.ci[1] - i.importance) for i in shown],
+                 "arrayminus": [max(0.0, i.importance - i.ci[0]) for i in shown]},
+        marker={"color": "#1f77b4"},
+    ))
+    fig.update_layout(title="Knob importance (95 % bootstrap CI)", xaxis_title="importance",
+                      xaxis_range=[0, 1], height=max(240, 34 * len(shown) + 120),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 40})
+    return fig

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import knob_columns
 from gptuner_core.views.figures import _layout
+from gptuner_core.views.figures import latency_axis
 
 
 def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFrame:
@@ -238,6 +239,7 @@ def landing_figure(df: pd.DataFrame, *, max_points: int = 1000) -> go.Figure:
                                  mode="lines", line={"shape": "hv", "color": "#d62728"},
                                  name="best so far"))
     fig.update_layout(height=360)
+    fig.update_yaxes(type=latency_axis(timed["median_ms"]))
     n_timed = int(df["median_ms"].notna().sum())
     title = "Candidates as they land" + (f" (latest {len(timed):,} of {n_timed:,})"
                                           if len(timed) < n_timed else "")

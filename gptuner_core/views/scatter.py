@@ -26,6 +26,7 @@ from gptuner_core.views._frames import NOT_MEASURED
 from gptuner_core.views._frames import pareto_mask
 from gptuner_core.views.figures import STYLE
 from gptuner_core.views.figures import _layout
+from gptuner_core.views.figures import latency_axis
 from gptuner_core.views.figures import scatter_class
 
 
@@ -234,6 +235,7 @@ def accuracy_latency_figure(
     if log_y:
         fig.update_yaxes(type="log")
         y_title += f" — log; 0 drawn at {floor:.1g}"
+    fig.update_xaxes(type=latency_axis(timed["median_ms"]))
     fig.update_layout(hoverlabel={"align": "left", "namelength": -1}, height=520)
     if coarse:
         fig.add_annotation(text=f"{len(timed):,} candidates grouped on a log grid", showarrow=False,

@@ -46,6 +46,7 @@ class StudySummary:
     stale: str
     message: str = ""
     lineage: str = ""
+    best_ms: float | None = None  # best value: the lowest median latency of a passing candidate
 
 
 def lineage_text(config: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
@@ -95,6 +96,7 @@ def study_summary(
     n_finished: int,
     stale: Sequence[str] = (),
     pid_alive: bool | None = None,
+    best_ms: float | None = None,
 ) -> StudySummary:
     """Combine a study's config, meta values (status, progress, winner) and counts."""
     progress = meta.get("progress") or {}
@@ -116,6 +118,7 @@ def study_summary(
         stale="; ".join(stale) if stale else "",
         message=str(meta.get("status_message") or win.get("message") or ""),
         lineage=lineage_text(config, meta),
+        best_ms=best_ms,
     )
 
 
@@ -140,13 +143,14 @@ def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
                 "backend": s.backend,
                 "search": s.search,
                 "candidates": f"{s.done}/{s.total}" if s.total else str(s.done),
+                "best ms": s.best_ms,
                 "verdict": best,
                 "stale": f"⚠ {s.stale}" if s.stale else "",
                 "lineage": s.lineage,
                 "message": s.message,
             }
         )
-    cols = ["study", "status", "model", "backend", "search", "candidates",
+    cols = ["study", "status", "model", "backend", "search", "candidates", "best ms",
             "verdict", "stale", "lineage", "message"]
     return pd.DataFrame(rows, columns=cols)
 

@@ -176,12 +176,78 @@ def repro_commands(
     parts = ["gptuner", "tune", model, "--backend", backend]
     if route:
         parts += ["--expr", route]
-    parts += ["--search", "full", "--max-candidates", "1"]
+    # the pinned expression holds one route: full search measures the default (#0) and it
+    # (--max-candidates 1 stopped after the default, never measuring the route itself)
+    parts += ["--search", "full"]
     if config.get("dataset"):
         parts += ["--dataset", str(config["dataset"])]
+    parts += settings_flags(config)
     parts += ["--study", f"{study_dir.rstrip('/')}-repro-{record.number}"]
     out = {"gptuner": shlex.join(parts)}
     if record.artifact_path:
         out["artifact"] = f"sha256sum {shlex.quote(record.artifact_path)}  # expect {record.artifact_sha256 or '?'}"
     out.update(backend_repro or {})
     return out
+
+
+#: StudyConfig fields carried by a repro command as plain ``--flag VALUE`` (the gate, the inputs
+#: and how latency is measured: what decides whether the route passes and how fast it is)
+_VALUE_FLAGS = (("metric", "--metric"), ("atol", "--atol"), ("rtol", "--rtol"),
+                ("batch_size", "--batch-size"), ("task_output", "--task-output"),
+                ("task_metric", "--task-metric"), ("max_task_drop", "--max-task-drop"),
+                ("shapes", "--shapes"), ("batch_axes", "--batch-axes"),
+                ("input_ranges", "--input-range"), ("calibration", "--calibration"),
+                ("shape_objective", "--shape-objective"))
+
+
+def _option_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def settings_flags(config: Mapping[str, Any]) -> list[str]:
+    """The study's settings that decide a route's verdict, as ``gptuner tune`` flags: the
+    accuracy gate (ε per output, or ``--no-gate``), metric, task metric, shapes, backend and
+    measurement options. A repro without them is refused (``no accuracy gate``) or differs."""
+    from gptuner_core.config import StudyConfig
+
+    defaults = StudyConfig(model="m").to_json()
+    out: list[str] = []
+    for name, flag in _VALUE_FLAGS:
+        value = config.get(name)
+        if value is not None and value != defaults.get(name):
+            out += [flag, str(value)]
+    if config.get("epsilon") is not None:
+        out += ["--epsilon", repr(float(config["epsilon"]))]
+    for output, eps in (config.get("output_epsilons") or {}).items():
+        out += ["--epsilon", f"{output}={float(eps)!r}"]
+    if config.get("gate_outputs"):
+        out += ["--gate-outputs", ",".join(config["gate_outputs"])]
+    if config.get("no_gate"):
+        out.append("--no-gate")
+    for key, value in (config.get("backend_options") or {}).items():
+        out += ["--backend-option", f"{key}={_option_text(value)}"]
+    for key, value in (config.get("measurement") or {}).items():
+        out += ["--measure-option", f"{key}={_option_text(value)}"]
+    for shape in config.get("measure_shapes") or ():
+        out += ["--measure-shapes", shape]
+    return out
+
+
+def state_line(record: CandidateRecord) -> str:
+    """The candidate's state in one line; a duplicate names the candidate it repeats."""
+    line = f"#{record.number}: {record.state.value}"
+    if record.duplicate_of is not None:
+        line += (f" of #{record.duplicate_of} (the same effective route: not built or measured "
+                 f"again; its numbers are #{record.duplicate_of}'s)")
+    return line + (f" — {record.error}" if record.error else "")
+
+
+def no_log_line(record: CandidateRecord) -> str:
+    """Why a candidate has no log to show (never an empty section)."""
+    if record.duplicate_of is not None:
+        return (f"#{record.number} has no log of its own: it repeats #{record.duplicate_of}, "
+                f"whose log is on its trace.")
+    return (f"No log was kept for #{record.number} ({record.state.value}): the tuner wrote its "
+            "build and measurement lines to the study's tuner.log.")

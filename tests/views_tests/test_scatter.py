@@ -96,3 +96,15 @@ def test_untimed_failures_grouped_by_cause() -> None:
     text = " ".join(failed.hovertext)
     assert "#1, #3, #5" in text and "(200 candidates)" in text and "SIGSEGV in build" in text
     assert "traceback" not in text
+
+
+def test_latency_axis_is_log_when_latencies_span_decades() -> None:
+    """Issue 26: a 0.04 ms route beside a 12 ms one sat on a linear axis; log axes where
+    latencies span decades (Results' scatter and Live's chart), linear otherwise."""
+    from gptuner_core.views import explore
+
+    wide = frame([rec(0, 12.0, 0.0), rec(1, 0.04, 1e-5), rec(2, 3.0, 1e-4)])
+    assert views.accuracy_latency_figure(wide).layout.xaxis.type == "log"
+    assert explore.landing_figure(wide).layout.yaxis.type == "log"
+    narrow = frame([rec(0, 12.0, 0.0), rec(1, 10.0, 1e-5)])
+    assert views.accuracy_latency_figure(narrow).layout.xaxis.type != "log"

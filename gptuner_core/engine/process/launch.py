@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,6 +78,9 @@ def launch_detached(args: list[str], study_dir: str | Path) -> int:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     ws.pid_file.write_text(str(proc.pid), encoding="utf-8")
+    # the launcher (the dashboard's server) is the tuner's parent: wait for it on a thread, so
+    # a finished tuner is reaped at once instead of staying <defunct> until the server exits
+    threading.Thread(target=proc.wait, name=f"reap-tuner-{proc.pid}", daemon=True).start()
     return proc.pid
 
 
