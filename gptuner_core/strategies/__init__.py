@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gptuner_core.expressions import Expression
     from gptuner_core.knobs import KnobDatabase
     from gptuner_core.routes import Route
+    from gptuner_core.strategies.warm_start import Prior
 
 #: name -> "module:Class"
 _STRATEGIES: dict[str, str] = {
@@ -43,6 +44,8 @@ _STRATEGIES: dict[str, str] = {
     "gp": "gptuner_core.strategies.gp:GpStrategy",
     "nsga2": "gptuner_core.strategies.nsga2:Nsga2Strategy",
     "race": "gptuner_core.strategies.race:RaceStrategy",
+    "bo": "gptuner_core.strategies.bo:BoStrategy",
+    "local": "gptuner_core.strategies.local:LocalStrategy",
 }
 
 #: The strategy ``gptuner tune`` uses when none is given (justified by the benchmark).
@@ -68,6 +71,7 @@ def get_strategy(
     seed: int = 0,
     db: KnobDatabase | None = None,
     warm_start: Sequence[Route] = (),
+    prior: Prior | None = None,
     budgeted: bool = False,
     **options: Any,
 ) -> Strategy:
@@ -80,7 +84,7 @@ def get_strategy(
     if budgeted and "budget_fraction" in cls.options:
         options.setdefault("budget_fraction", 0.0)
     try:
-        return cls(space, seed=seed, db=db, warm_start=warm_start, **options)
+        return cls(space, seed=seed, db=db, warm_start=warm_start, prior=prior, **options)
     except ImportError as exc:
         raise StrategyError(_unavailable(name, exc)) from None
 
