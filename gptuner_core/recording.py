@@ -41,25 +41,46 @@ class Recording:
     search: str
     records: tuple[CandidateRecord, ...]
     config: dict[str, Any] = field(default_factory=dict)
+    #: derived data computed once per recording (the index by route key, the baseline, the
+    #: optimum): a replay asks for them per proposal, so they are never rebuilt per call
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def by_key(self) -> dict[str, CandidateRecord]:
-        """One record per route key: the eligible one with the most samples wins."""
-        out: dict[str, CandidateRecord] = {}
-        for rec in self.records:
-            key = Route.parse(rec.requested_route).key(self.db)
-            old = out.get(key)
-            if old is None or (rec.eligible, len(rec.samples_ms)) > (old.eligible, len(old.samples_ms)):
-                out[key] = rec
-        return out
+        """One record per route key: the eligible one with the most samples wins (built once)."""
+        index = self._memo.get("by_key")
+        if index is None:
+            index = {}
+            for rec in self.records:
+                key = Route.parse(rec.requested_route).key(self.db)
+                old = index.get(key)
+                if old is None or (rec.eligible, len(rec.samples_ms)) > (old.eligible, len(old.samples_ms)):
+                    index[key] = rec
+            self._memo["by_key"] = index
+        return index
+
+    def lookup(self, route: str | Route) -> CandidateRecord | None:
+        """The record of ``route`` (text or :class:`Route`), ``None`` when not recorded."""
+        parsed = Route.parse(route) if isinstance(route, str) else route
+        return self.by_key.get(parsed.key(self.db))
+
+    @property
+    def exhaustive(self) -> bool:
+        """Every feasible route of the space is recorded: a route absent from it is infeasible
+        (``config["space"] == "exhaustive"``, written by ``gptuner import --format t4|kerneltuner``)."""
+        return self.config.get("space") == "exhaustive"
 
     @property
     def baseline(self) -> CandidateRecord:
+        base = self._memo.get("baseline")
+        if base is not None:
+            return base
         key = self.expression.baseline().key(self.db)
         rec = self.by_key.get(key)
         if rec is None or rec.latency is None:
             msg = f"recording {self.source}: the default route has no latency (cannot define 1.0x)"
             raise ConfigError(msg)
+        self._memo["baseline"] = rec
         return rec
 
     def speedup(self, rec: CandidateRecord) -> float | None:
@@ -71,10 +92,13 @@ class Recording:
         return self.baseline.latency.median_ms / rec.latency.median_ms  # type: ignore[union-attr]
 
     def optimum(self) -> tuple[float, CandidateRecord]:
-        best = max(
-            ((s, r) for r in self.records if (s := self.speedup(r)) is not None),
-            key=lambda sr: sr[0],
-        )
+        best = self._memo.get("optimum")
+        if best is None:
+            best = max(
+                ((s, r) for r in self.records if (s := self.speedup(r)) is not None),
+                key=lambda sr: sr[0],
+            )
+            self._memo["optimum"] = best
         return best
 
     def to_json(self) -> dict[str, Any]:

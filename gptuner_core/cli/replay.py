@@ -52,10 +52,13 @@ class ReplayCommand(Command):
                 msg = f"--strategy-option expects KEY=VALUE (got {item!r})"
                 raise UsageError(msg)
             opts[key] = value
+        from gptuner_core.recording import load_recording
+
         warnings.simplefilter("ignore", FutureWarning)
+        recording = load_recording(args.study)  # loaded and indexed once for every seed
         results = []
         for seed in range(args.seeds):
-            res = simulate(args.search, args.study, args.budget, seed, **opts)
+            res = simulate(args.search, recording, args.budget, seed, **opts)
             results.append(res)
             print(f"seed {seed}: {res.best_speedup:.3f}x = {100 * res.found_optimum_fraction:.1f}% "
                   f"of the optimum with {res.builds_used}/{res.space_size} builds"

@@ -4,8 +4,12 @@ One semantics, for ``gptuner replay`` (:func:`gptuner_core.engine.simulate.simul
 tuner run whose backend is ``replay`` (the model is the recording); each proposal is answered
 by :meth:`Route.key`, deterministically, without spawning anything:
 
-* a route missing from the recording is BUILD_FAILED ("route not in the recording") and listed
-  in :attr:`RecordedEvaluator.missing`;
+* a route missing from the recording is BUILD_FAILED and listed in
+  :attr:`RecordedEvaluator.missing`: "route not in the recording" for a partial sweep, and
+  "infeasible: ..." with ``extra["infeasible"] = True`` for an exhaustive recording
+  (``Recording.exhaustive``: an imported Kernel Tuner / T4 space, where a configuration absent
+  from the file is one the kernel's restrictions exclude). Either way it is a spent build, as an
+  infeasible TensorRT route costs a build attempt;
 * otherwise the recorded record is returned as this study's candidate (its state, accuracy
   verdict, latency, samples and speed-up as recorded);
 * ``Proposal.build_timeout_factor`` answers TIMED_OUT when the recorded build time exceeds that
@@ -62,9 +66,7 @@ class RecordedEvaluator:
         self.missing: list[str] = []
 
     def lookup(self, route_text: str) -> CandidateRecord | None:
-        from gptuner_core.routes import Route
-
-        return self.index.get(Route.parse(route_text).key(self.recording.db))
+        return self.recording.lookup(route_text)
 
     def evaluate(
         self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
@@ -75,6 +77,13 @@ class RecordedEvaluator:
         info = dict(proposal.info)
         if found is None:
             self.missing.append(route)
+            if self.recording.exhaustive:
+                return CandidateRecord(
+                    number=number, requested_route=route, state=CandidateState.BUILD_FAILED,
+                    error=f"infeasible: the configuration is not in the recorded space "
+                          f"{self.recording.source} (excluded by the kernel's restrictions)",
+                    phase="build", strategy_info=info, extra={"infeasible": True},
+                )
             return CandidateRecord(
                 number=number, requested_route=route, state=CandidateState.BUILD_FAILED,
                 error=f"route not in the recording {self.recording.source}", phase="build",

@@ -104,7 +104,11 @@ def parse_budget(budget: int | float | str, space_size: int) -> int:
 
 
 class _TraceSink:
-    """Keeps the trace of a simulated search (the loop's :class:`~engine.loop.Sink`)."""
+    """Keeps the trace of a simulated search (the loop's :class:`~engine.loop.Sink`).
+
+    The study's pick is kept up to date per finished candidate (one comparison), and recomputed
+    over the history only when a re-measurement replaces a record: no per-proposal scan.
+    """
 
     def __init__(self, recording: Recording, evaluator: RecordedEvaluator) -> None:
         self.recording = recording
@@ -113,16 +117,33 @@ class _TraceSink:
         self.duplicates: list[str] = []
         self.remeasurements = 0
         self._history: list[CandidateRecord] = []
+        self._best: tuple[float, str] | None = None  # (observed median, route key) of the pick
+        self._best_speedup = 0.0
+
+    @property
+    def picked(self) -> str | None:
+        """Route key of the study's pick so far (lowest observed median), ``None`` before one."""
+        return self._best[1] if self._best else None
+
+    @property
+    def best_speedup(self) -> float:
+        """Recorded speed-up of :attr:`picked` (0 before one)."""
+        return self._best_speedup
+
+    def _offer(self, rec: CandidateRecord) -> None:
+        if rec.eligible and rec.latency is not None:
+            cand = (rec.latency.median_ms, Route.parse(rec.requested_route).key(self.recording.db))
+            if self._best is None or cand < self._best:
+                self._best = cand
+                self._best_speedup = self.recording.speedup(self.evaluator.index[cand[1]]) or 0.0
 
     def _step(self, rec: CandidateRecord, route: str, info: dict[str, Any], remeasure: bool) -> None:
-        picked = pick(self._history, self.recording.db)
-        best = (self.recording.speedup(self.evaluator.index[picked]) or 0.0) if picked else 0.0
         found = self.evaluator.lookup(route)
         self.trace.append(TraceStep(
             builds=len(self._history), number=rec.number, route=route, state=rec.state.value,
             observed_ms=rec.latency.median_ms if rec.latency else None,
             recorded_speedup=self.recording.speedup(found) if found is not None else None,
-            best_speedup=best, info=info, remeasure=remeasure,
+            best_speedup=self._best_speedup, info=info, remeasure=remeasure,
         ))
 
     def started(self, rec: CandidateRecord) -> None:
@@ -130,10 +151,15 @@ class _TraceSink:
 
     def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None:
         self._history = history
+        self._offer(rec)
         self._step(rec, rec.requested_route, dict(rec.strategy_info), False)
 
     def replaced(self, rec: CandidateRecord) -> None:
         self.remeasurements += 1
+        # the loop updates the history after telling the sink: this record stands in for its own
+        self._best, self._best_speedup = None, 0.0
+        for old in self._history:
+            self._offer(rec if old.number == rec.number else old)
         self._step(rec, rec.requested_route, dict(rec.strategy_info), True)
 
     def skipped(self, proposal: Proposal) -> None:
@@ -187,9 +213,9 @@ def simulate(
         key=lambda text: Route.parse(text).key(recording.db),
         budget=Budget(max_candidates=n_budget), sink=sink, space_size=space, search=strategy_name,
     )
-    picked = pick(history, recording.db)
+    picked = sink.picked
     opt, opt_rec = recording.optimum()
-    best = (recording.speedup(evaluator.index[picked]) or 0.0) if picked else 0.0
+    best = sink.best_speedup
     return SimulationResult(
         strategy=strategy_name, seed=seed, budget=n_budget, best_speedup=best,
         best_route=picked or "", builds_used=len(history), remeasurements=sink.remeasurements,

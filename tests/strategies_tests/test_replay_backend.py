@@ -91,3 +91,15 @@ def test_simulate_and_the_tuner_are_one_loop(tmp_path, search):
     built = [s.route for s in sim.trace if not s.remeasure]
     assert routes == built
     assert sim.builds_used == len(routes) <= 9
+
+
+def test_the_recording_is_indexed_once():
+    """Issue 28: ``by_key`` was rebuilt (every route parsed) on each call, and ``baseline`` /
+    ``speedup`` / ``optimum`` called it per record, so a replay of a large space never ended."""
+    rec = load_recording(SWEEP)
+    assert rec.by_key is rec.by_key
+    assert rec.baseline is rec.baseline
+    assert rec.optimum() is rec.optimum()
+    route = rec.expression.route_at("full", 3)
+    assert rec.lookup(str(route)) is rec.by_key[route.key(rec.db)]
+    assert rec.lookup("-ort:precision=int8_qdq -ort:quant_per_channel=1") is None
