@@ -5,8 +5,7 @@ search can be measured now: every tunable parameter with more than one value is 
 ``-kt:NAME=[v1|v2|…]`` whose default is its first listed value; a measured configuration is a
 COMPLETE record (samples = the raw runtimes); a non-numeric ``time`` is BUILD_FAILED; a
 configuration absent from the cache is absent from the recording (the replay answers it
-BUILD_FAILED, "route not in the recording": infeasible). ``by_key`` is indexed once (the replay
-speed fix of item 2), so 200 proposals replay in about a second.
+BUILD_FAILED: infeasible).
 """
 
 from __future__ import annotations
@@ -28,24 +27,6 @@ from gptuner_core.routes import Route
 DATA = Path("/work/shared/data/kerneltuner")
 SPACES = ("convolution_milo_A100", "convolution_milo_A4000", "convolution_milo_A6000",
           "dedispersion_milo_A100", "dedispersion_milo_A4000", "pnpoly_RTX_3090")
-
-
-class _IndexedRecording(Recording):
-    """A Recording whose ``by_key`` and baseline are computed once."""
-
-    @property
-    def by_key(self) -> dict[str, CandidateRecord]:
-        cache = self.__dict__.get("_by_key")
-        if cache is None:
-            cache = self.__dict__["_by_key"] = Recording.by_key.fget(self)  # type: ignore[attr-defined]
-        return cache
-
-    @property
-    def baseline(self) -> CandidateRecord:
-        cache = self.__dict__.get("_baseline")
-        if cache is None:
-            cache = self.__dict__["_baseline"] = Recording.baseline.fget(self)  # type: ignore[attr-defined]
-        return cache
 
 
 def _stats(times: list[float]) -> LatencyStats:
@@ -90,5 +71,5 @@ def load_kt(name: str | Path) -> Recording:
         db = KnobDatabase.from_json({"tuner_version": f"kerneltuner:{doc['kernel_name']}",
                                      "tuner_options": options})
         expr = Expression.parse(text, db)
-    return _IndexedRecording(source=str(path), db=db, expression=expr, search="full",
-                             records=tuple(records), config={"expression": text})
+    return Recording(source=str(path), db=db, expression=expr, search="full",
+                     records=tuple(records), config={"expression": text, "space": "exhaustive"})
