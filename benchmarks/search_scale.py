@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -27,6 +28,8 @@ import warnings
 from pathlib import Path
 
 
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # small matrices: threads only contend
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -51,7 +54,7 @@ def failed_share(result, budget: int) -> float:
     return sum(s.state != "COMPLETE" for s in steps) / max(1, len(steps))
 
 
-def run_space(rec, names, seeds, budget, *, prior=None, label="") -> dict:
+def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None) -> dict:
     from gptuner_core.engine.simulate import simulate
 
     opt, _ = rec.optimum()
@@ -63,6 +66,7 @@ def run_space(rec, names, seeds, budget, *, prior=None, label="") -> dict:
         fails: list[float] = []
         for seed in range(seeds):
             opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo") else {}
+            opts.update((options or {}).get(name, {}))
             res = simulate(name, rec, budget, seed=seed, prior=prior, **opts)
             assert not res.duplicates, (name, res.duplicates[:3])
             fr.append([c / opt for c in curve(res, budgets)])
@@ -116,19 +120,27 @@ def main() -> int:
     p.add_argument("--warm", default="", help="SRC:DST,... transfer runs (whole source as prior)")
     p.add_argument("--warm-budget", type=int, default=50)
     p.add_argument("--json", type=Path, help="merge the results into this JSON file")
+    p.add_argument("-o", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="a strategy option (repeatable)")
     a = p.parse_args()
     warnings.simplefilter("ignore")
     names = [s for s in a.strategies.split(",") if s]
+    options: dict = {}
+    for item in a.o:
+        target, _, value = item.partition("=")
+        strategy, _, key = target.partition(".")
+        options.setdefault(strategy, {})[key] = value
     results: dict = {}
     for space in [s for s in a.spaces.split(",") if s]:
-        results[space] = run_space(load_kt(space), names, a.seeds, a.budget, label=space)
+        results[space] = run_space(load_kt(space), names, a.seeds, a.budget, label=space,
+                                   options=options)
     warm: dict = {}
     for pair in [s for s in a.warm.split(",") if s]:
         src_name, dst_name = pair.split(":")
         src, dst = load_kt(src_name), load_kt(dst_name)
         rho, n = rank_correlation(src, dst)
         prior = load_prior([src], dst.expression)
-        per = run_space(dst, names, a.seeds, a.warm_budget, prior=prior, label=pair)
+        per = run_space(dst, names, a.seeds, a.warm_budget, prior=prior, label=pair, options=options)
         warm[pair] = {"spearman": rho, "shared": n, "strategies": per}
         print(f"  {pair}: Spearman {rho:.3f} over {n} shared measured routes", file=sys.stderr)
     if results:

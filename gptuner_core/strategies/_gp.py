@@ -49,9 +49,11 @@ def _nll(theta: Any, x: Any, y: Any) -> tuple[float, Any]:
         chol = np.linalg.cholesky(k)
     except np.linalg.LinAlgError:
         return 1e10, np.zeros_like(theta)
-    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+    from scipy.linalg import cho_solve
+
+    alpha = cho_solve((chol, True), y)
     nll = float(0.5 * y @ alpha + np.log(np.diag(chol)).sum())
-    inv = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(n)))
+    inv = cho_solve((chol, True), np.eye(n))
     w = 0.5 * (inv - np.outer(alpha, alpha))
     common = (5.0 / 3.0) * (1.0 + r) * e  # dk/dlog(scale_j) = common * diff2_j
     grad = np.empty(d + 1)
@@ -92,7 +94,9 @@ class Gp:
                 break
             except np.linalg.LinAlgError:
                 jitter *= 100
-        self.alpha = np.linalg.solve(self.chol.T, np.linalg.solve(self.chol, y))
+        from scipy.linalg import cho_solve
+
+        self.alpha = cho_solve((self.chol, True), y)
 
     def predict(self, xs: Any) -> tuple[Any, Any]:
         """Posterior mean and standard deviation at the rows of ``xs``."""
@@ -100,7 +104,9 @@ class Gp:
 
         ks = matern52(xs, self.x, self.scales)
         mean = ks @ self.alpha
-        v = np.linalg.solve(self.chol, ks.T)
+        from scipy.linalg import solve_triangular
+
+        v = solve_triangular(self.chol, ks.T, lower=True)
         var = np.maximum(1.0 - (v * v).sum(0), 1e-12)
         return mean, np.sqrt(var)
 

@@ -80,9 +80,29 @@ class BoStrategy(Strategy):
             description="random candidates scored per proposal (besides the best's neighbours)",
             default=300, type=int,
         ),
+        "acquisition": StrategyOption(
+            description=(
+                "ei: expected improvement; portfolio: in turn greedy EI, EI asking ~5 %% more, "
+                "a lower confidence bound (explores more) and the best one-off neighbour of the "
+                "best route so far (polishes it)"
+            ),
+            default="portfolio", choices=("ei", "portfolio"),
+        ),
+        "explore": StrategyOption(
+            description="the portfolio's exploring turn: a lower confidence bound, or a random "
+            "route among those likely to build",
+            default="lcb", choices=("lcb", "random"),
+        ),
         "feasibility": StrategyOption(
             description="learn where routes fail and weight candidates by P(builds)",
             default=True, type=bool,
+        ),
+        "min_feasible": StrategyOption(
+            description=(
+                "only candidates whose P(builds) is at least this share of the likeliest "
+                "candidate's compete (0: P(builds) is only a weight)"
+            ),
+            default=0.8, type=float,
         ),
     }
 
@@ -281,15 +301,26 @@ class BoStrategy(Strategy):
         else:
             mean, std = base_pool + np.zeros(len(pool)), np.full(len(pool), 0.3)
             best = float(mean.min())
-        acq = expected_improvement(mean, std, best, xi=0.0)
+        turn = self._own % 4 if self.opts["acquisition"] == "portfolio" else 0
+        if turn == 2 and self.opts["explore"] == "random":  # a random route likely to build
+            acq = self._rng.random(len(pool)) + 1e-9
+        elif turn == 2:  # optimistic bound: the region the model knows least about, if it can win
+            acq = -(mean - 2.0 * std)
+            acq = acq - acq.min() + 1e-9
+        else:  # expected improvement, greedy then asking for at least ~5 % (log units)
+            acq = expected_improvement(mean, std, best, xi=0.0 if turn == 0 else 0.05)
         if prior_pool is not None and not len(y):
             acq = -mean
         if not len(acq):
             return acq
         feasible = self._feasible(pool, px, ok, bad)
+        if turn == 3 and len(y):  # polish: the best one-off neighbour of the best route so far
+            near = (pool != np.array(ok[int(np.argmin(y))])).sum(1) == 1
+            if near.any():
+                return np.where(near, acq * feasible + 1e-12 * feasible, -1.0)
         # a constraint, not a weight: only routes nearly as likely to build as the likeliest
         # compete on expected improvement (EI x P alone still chased far, failing corners)
-        return np.where(feasible >= 0.8 * feasible.max(), acq * feasible, -1.0)
+        return np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
 
     def _prior_fit(self, y: Any, prior_obs: Any) -> tuple[float, float]:
         """Prior mean ``a + b × source``: ridge toward b = 1 (no prior: the mean, b = 0)."""
