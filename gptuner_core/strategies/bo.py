@@ -20,8 +20,8 @@ seeds give genuinely different runs.
 **Transfer** (``prior``, from ``--warm-start`` of another study or recording of the same knobs):
 a GP fitted once on the source's results gives a prior mean for the new latency
 (``a + b × source``, ``a`` and ``b`` fitted by ridge regression on the new results toward the
-identity); the target GP models the residual. Routes that failed in the source start with a low
-probability of building. With no result of its own yet, the model's best guesses are the
+identity); the target GP models the residual. Routes that failed in the source (or are absent from
+an exhaustive one, e.g. an imported brute-forced space) start with a low probability of building. With no result of its own yet, the model's best guesses are the
 source's best routes (ranked seeds), then it follows the new results.
 """
 
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
     from gptuner_core.records import CandidateRecord
 
+#: acquisition turns: 0 greedy EI, 1 EI asking ~5 % more, 2 exploring, 3 polish the best
+_TURNS = {"ei": (0,), "portfolio": (0, 1, 2, 3), "polish": (0, 3, 1, 3, 2, 3)}
 _MAX_FIT = 300  # points a GP is fitted on (the best half, then an even spread of the rest)
 
 
@@ -84,9 +86,9 @@ class BoStrategy(Strategy):
             description=(
                 "ei: expected improvement; portfolio: in turn greedy EI, EI asking ~5 %% more, "
                 "a lower confidence bound (explores more) and the best one-off neighbour of the "
-                "best route so far (polishes it)"
+                "best route so far (polishes it); polish: half the turns polish"
             ),
-            default="portfolio", choices=("ei", "portfolio"),
+            default="portfolio", choices=tuple(_TURNS),
         ),
         "explore": StrategyOption(
             description="the portfolio's exploring turn: a lower confidence bound, or a random "
@@ -96,6 +98,13 @@ class BoStrategy(Strategy):
         "feasibility": StrategyOption(
             description="learn where routes fail and weight candidates by P(builds)",
             default=True, type=bool,
+        ),
+        "feasibility_model": StrategyOption(
+            description=(
+                "pairs: a route builds as often as its worst pair of knob values did; kernel: as "
+                "often as the routes near it did"
+            ),
+            default="kernel", choices=("kernel", "pairs"),
         ),
         "min_feasible": StrategyOption(
             description=(
@@ -301,7 +310,8 @@ class BoStrategy(Strategy):
         else:
             mean, std = base_pool + np.zeros(len(pool)), np.full(len(pool), 0.3)
             best = float(mean.min())
-        turn = self._own % 4 if self.opts["acquisition"] == "portfolio" else 0
+        turns = _TURNS[self.opts["acquisition"]]
+        turn = turns[self._own % len(turns)]
         if turn == 2 and self.opts["explore"] == "random":  # a random route likely to build
             acq = self._rng.random(len(pool)) + 1e-9
         elif turn == 2:  # optimistic bound: the region the model knows least about, if it can win
@@ -310,7 +320,7 @@ class BoStrategy(Strategy):
         else:  # expected improvement, greedy then asking for at least ~5 % (log units)
             acq = expected_improvement(mean, std, best, xi=0.0 if turn == 0 else 0.05)
         if prior_pool is not None and not len(y):
-            acq = -mean
+            acq = np.exp(-(mean - mean.min()))
         if not len(acq):
             return acq
         feasible = self._feasible(pool, px, ok, bad)
@@ -337,27 +347,31 @@ class BoStrategy(Strategy):
         return float(np.mean(y - b * prior_obs)), b
 
     def _feasible(self, pool: Any, px: Any, ok: list, bad: list) -> Any:
-        """P(the route builds) per pool row: the label GP, times the source's verdict."""
+        """P(the route builds) per pool row (see :meth:`_pairwise`), times the source's verdict."""
         import numpy as np
-
 
         p = np.ones(len(pool))
         if not self.opts["feasibility"]:
             return p
         if bad:
-            from gptuner_core.strategies._gp import matern52
+            from gptuner_core.strategies._feasibility import kernel_share
+            from gptuner_core.strategies._feasibility import pairwise_share
 
             rows = np.array(ok + bad)
-            labels = np.array([1.0] * len(ok) + [0.0] * len(bad))
-            rate = float(labels.mean())
-            hyper = self._hyper.get("latency")
-            scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
-            k = matern52(px, self._features(rows), scales)
-            p = (k @ labels + 0.5 * rate) / (k.sum(1) + 0.5)
-        if self._source:
+            built = np.array([1.0] * len(ok) + [0.0] * len(bad))
+            if self.opts["feasibility_model"] == "pairs":
+                p = pairwise_share(rows, built, pool, self._sizes)
+            else:
+                hyper = self._hyper.get("latency")
+                scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
+                p = kernel_share(self._features(rows), built, px, scales)
+        if self._source:  # failed in the source (or absent from an exhaustive one): unlikely
+            absent = 0.05 if self.prior.exhaustive else 1.0  # type: ignore[union-attr]
             for r, row in enumerate(pool):
                 t = tuple(int(j) for j in row)
-                if t in self._source and self._source[t] is None:
+                if t not in self._source:
+                    p[r] *= absent
+                elif self._source[t] is None:
                     p[r] *= 0.2
         return p
 

@@ -93,6 +93,9 @@ class Prior:
 
     sources: tuple[str, ...]
     results: tuple[tuple[Route, float | None], ...]
+    #: every source recorded every feasible route (an imported brute-force space): a route
+    #: absent from them is infeasible there
+    exhaustive: bool = False
 
     def __len__(self) -> int:
         return len(self.results)
@@ -106,9 +109,11 @@ def load_prior(sources: Iterable[Any], space: Expression) -> Prior:
     names = set(space.names)
     results: list[tuple[Route, float | None]] = []
     labels = []
+    exhaustive = True
     for source in sources:
         rec = load_recording(source)
         labels.append(str(rec.source))
+        exhaustive = exhaustive and bool(getattr(rec, "exhaustive", False))
         for r in rec.records:
             if not r.state.is_finished():
                 continue
@@ -117,4 +122,4 @@ def load_prior(sources: Iterable[Any], space: Expression) -> Prior:
             ))
             ok = r.eligible and r.latency is not None and r.latency.median_ms > 0
             results.append((route, r.latency.median_ms if ok else None))  # type: ignore[union-attr]
-    return Prior(sources=tuple(labels), results=tuple(results))
+    return Prior(sources=tuple(labels), results=tuple(results), exhaustive=exhaustive and bool(labels))
