@@ -217,17 +217,21 @@ class Tuner:
         from gptuner_core.strategies import get_strategy
 
         cfg = self.config
-        warm = []
+        warm, prior = [], None
         if cfg.warm_start:
+            from gptuner_core.strategies.warm_start import load_prior
             from gptuner_core.strategies.warm_start import model_family
             from gptuner_core.strategies.warm_start import warm_start_routes
 
             warm = warm_start_routes(
                 cfg.warm_start, self.expr, db=self.db, model_family_name=model_family(cfg.to_json()),
             )
-            store.add_event("warm_start", {"studies": list(cfg.warm_start), "routes": [str(r) for r in warm]})
+            if warm:  # the same studies qualify as a prior (every result: bo models them)
+                prior = load_prior(cfg.warm_start, self.expr)
+            store.add_event("warm_start", {"studies": list(cfg.warm_start), "routes": [str(r) for r in warm],
+                                           "prior_results": len(prior) if prior else 0})
         return get_strategy(
-            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm,
+            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=warm, prior=prior,
             budgeted=bool(cfg.max_candidates or cfg.time_budget_s), **cfg.strategy_options,
         )
 
