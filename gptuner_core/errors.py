@@ -31,6 +31,10 @@ class TuningCacheError(GptunerError, ValueError):
     """A trtexec tuning cache (JSONL) is malformed."""
 
 
+class TuningSpaceError(GptunerError, ValueError):
+    """A brute-forced tuning space (T4 or Kernel Tuner cache) is malformed or cannot be imported."""
+
+
 class StoreError(GptunerError, RuntimeError):
     """The study store cannot be opened, read or written."""
 

@@ -3,8 +3,8 @@
 A :class:`Recording` holds the knob database, the expression and the candidate records of a study
 recorded earlier with real measurements, either a study folder (read through
 ``open_store(study_dir, readonly=True)``) or a recording JSON written by
-``benchmarks/record_sweep.py`` (``{"format": "gptuner-recording/1", "knob_db", "config",
-"candidates"}``). :class:`gptuner_core.engine.recorded.RecordedEvaluator` answers proposals from
+``benchmarks/record_sweep.py`` or ``gptuner import --format t4|kerneltuner`` (``{"format":
+"gptuner-recording/1", "knob_db", "config", "candidates"}``, gzipped or not). :class:`gptuner_core.engine.recorded.RecordedEvaluator` answers proposals from
 it (its docstring states the one semantics), both for ``gptuner replay`` /
 :func:`gptuner_core.engine.simulate.simulate` and for a tuner run on a recording.
 """
@@ -159,8 +159,13 @@ def load_recording(source: str | Path | Recording) -> Recording:
         from gptuner_core.jsonio import loads
 
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            raw = path.read_bytes()
+            if raw[:2] == b"\x1f\x8b":  # a gzipped recording (gptuner import --out X.json.gz)
+                import gzip
+
+                raw = gzip.decompress(raw)
+            text = raw.decode("utf-8")
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
             msg = f"recording '{path}': cannot read a recording JSON ({exc})"
             raise ConfigError(msg) from None
         doc = loads(text, f"recording '{path}'", ConfigError)

@@ -73,7 +73,10 @@ class ReplayCommand(Command):
         print(f"{args.search}, budget {first.budget} builds: mean {100 * statistics.fmean(fr):.1f}%, "
               f"worst {100 * min(fr):.1f}% of the optimum over {len(results)} seed(s)")
         missing = sorted({m for r in results for m in r.missing})
-        if missing:
+        if missing and recording.exhaustive:
+            print(f"{len(missing)} proposed route(s) infeasible (absent from the recorded space: a "
+                  f"failed build each), e.g. {missing[0]}")
+        elif missing:
             print(f"{len(missing)} proposed route(s) missing from the recording (counted as "
                   f"BUILD_FAILED), e.g. {missing[0]}")
         return 0

@@ -1,0 +1,131 @@
+"""``gptuner import --format t4|kerneltuner``: brute-forced tuning spaces become recordings that
+replay, the replay backend and explain read (issue 28). The fixture is written by the tests."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from gptuner_core.cli import main
+from gptuner_core.testing import spaces
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return spaces.write_spaces(tmp_path_factory.mktemp("spaces"))
+
+
+@pytest.mark.parametrize("fmt", ["t4", "kerneltuner", "auto"])
+def test_both_formats_give_the_same_recording(capsys, tmp_path, files, fmt):
+    from gptuner_core.recording import load_recording
+
+    t4, kt = files
+    outs = {}
+    for name, src in (("t4", t4), ("kerneltuner", kt)):
+        out = tmp_path / f"{name}.json.gz"
+        code, text, err = run(capsys, "import", str(src), "--format", name if fmt != "auto" else "auto",
+                              "--out", str(out))
+        assert code == 0, err
+        assert "3 knobs, 24-route product, 16 measured, 2 failed, 6 infeasible" in text
+        outs[name] = load_recording(out)
+    a, b = outs["t4"], outs["kerneltuner"]
+    assert a.db == b.db and str(a.expression) == str(b.expression)
+    assert [r.requested_route for r in a.records] == [r.requested_route for r in b.records]
+    assert str(a.expression) == "-kt:a=[1|2|4|8] -kt:b=[16|32|64] -kt:c=[x|y]"
+    assert a.config["imported"]["fixed_parameters"] == {"f": 15}
+    assert a.config["space"] == "exhaustive"
+    base = a.baseline
+    assert base.number == 0 and base.requested_route == "-kt:a=1 -kt:b=16 -kt:c=x"
+    assert base.samples_ms == tuple(11.0 * (1 + 0.01 * i) for i in range(5))
+    assert base.build_time_s == pytest.approx(0.6)  # compile time 600 ms
+    opt, best = a.optimum()
+    assert best.requested_route == "-kt:a=8 -kt:b=16 -kt:c=x"
+    assert opt == pytest.approx(11.0 / 2.25, rel=1e-3)
+    failed = {r.requested_route: r for r in a.records if r.state.value == "BUILD_FAILED"}
+    assert set(failed) == {"-kt:a=8 -kt:b=16 -kt:c=y", "-kt:a=2 -kt:b=32 -kt:c=y"}
+    assert "RuntimeFailedConfig" in failed["-kt:a=8 -kt:b=16 -kt:c=y"].error
+    assert "CompilationFailedConfig" in failed["-kt:a=2 -kt:b=32 -kt:c=y"].error
+    assert a.lookup("-kt:a=8 -kt:b=64 -kt:c=x") is None  # listed as violating the restrictions
+
+
+def test_an_infeasible_route_is_a_spent_failed_build(capsys, tmp_path, files):
+    from gptuner_core.engine.recorded import RecordedEvaluator
+    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.recording import load_recording
+    from gptuner_core.routes import Route
+    from gptuner_core.strategies import Proposal
+
+    out = tmp_path / "rec.json"
+    assert run(capsys, "import", str(files[0]), "--out", str(out))[0] == 0
+    rec = load_recording(out)
+    ev = RecordedEvaluator(rec)
+    got = ev.evaluate(Proposal(route=Route.parse("-kt:a=4 -kt:b=64")), 3, [], {}, lambda _: None)
+    assert got.state.value == "BUILD_FAILED" and got.error.startswith("infeasible")
+    assert got.extra["infeasible"] is True
+    res = simulate("full", rec, 24)
+    assert res.builds_used == 24 and len(res.missing) == 6  # every route built once, 6 infeasible
+    assert res.found_optimum_fraction == 1.0
+
+
+@pytest.mark.parametrize(("content", "fmt", "fragment"), [
+    (b"not json", "t4", "not valid JSON"),
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {}}', "kerneltuner", "'cache' must be a non-empty"),
+    (b'{"schema_version": "1", "results": [{"configuration": {"a": 1}}, {"configuration": {"b": 2}}]}',
+     "t4", "results[1]: configuration has parameters"),
+    (b'{"schema_version": "1", "results": [{"configuration": {"a": 1}, "invalidity": "runtime"},'
+     b' {"configuration": {"a": 2}, "invalidity": "runtime"}]}', "auto", "no configuration was measured"),
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 3, "time": 1.0}}}', "auto", "a=3 is not one of"),
+    (b'{"tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "auto", "no parameter has more"),
+    (b'{"x": 1}', "auto", "neither a T4 file|tuning cache"),  # with --study: read as trtexec's
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "t4", "not a t4 file"),
+])
+def test_a_bad_file_is_one_line_exit_2_and_nothing_written(capsys, tmp_path, content, fmt, fragment):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(gzip.compress(content) if fmt == "kerneltuner" else content)
+    for target in (["--out", str(tmp_path / "r.json")], ["--study", str(tmp_path / "study")]):
+        code, out, err = run(capsys, "import", str(bad), "--format", fmt, *target)
+        assert code == 2 and err.startswith("gptuner: error: ") and err.count("\n") == 1, err
+        assert any(f in err for f in fragment.split("|")), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
+
+
+def test_an_existing_output_is_never_overwritten(capsys, tmp_path, files):
+    out = tmp_path / "rec.json"
+    out.write_text("keep")
+    code, _, err = run(capsys, "import", str(files[1]), "--out", str(out))
+    assert code == 2 and "already exists" in err and out.read_text() == "keep"
+
+
+def test_replay_tune_and_explain_read_an_imported_space(capsys, tmp_path, files):
+    from gptuner_core.storage import open_store
+
+    study = tmp_path / "imported"
+    code, text, err = run(capsys, "import", str(files[1]), "--study", str(study))
+    assert code == 0, err
+    with open_store(study, readonly=True) as store:
+        assert len(store.candidates()) == 18 and store.get_meta("status") == "finished"
+    code, text, err = run(capsys, "replay", str(study), "--search", "random", "--budget", "8", "--seeds", "3")
+    assert code == 0, err
+    assert "random, budget 8 builds: mean" in text and "worst" in text
+    assert "infeasible" in text
+    tuned = tmp_path / "tuned"
+    code, text, err = run(capsys, "tune", str(study), "--study", str(tuned), "--backend", "replay",
+                          "--expr", "-kt:a=[1|2|4|8] -kt:b=[16|32|64] -kt:c=[x|y]", "--search", "random",
+                          "--max-candidates", "10", "--revalidate-top-k", "1", "--revalidate-rounds", "2",
+                          "--drift-every", "0", "--no-gate", "--quiet")
+    assert code == 0, err
+    with open_store(tuned, readonly=True) as store:
+        recs = store.candidates()
+        assert 1 < len(recs) <= 10 and recs[0].requested_route.startswith("-kt:a=1 -kt:b=16")
+    code, text, err = run(capsys, "explain", str(study))
+    assert code == 0, err
+    assert "-kt:a" in text
+    json.dumps(text)
