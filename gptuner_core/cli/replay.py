@@ -12,38 +12,55 @@ from gptuner_core.cli._base import UsageError
 if TYPE_CHECKING:
     import argparse
 
+    from gptuner_core.recording import Recording
+    from gptuner_core.routes import Route
+    from gptuner_core.views.curves import RandomBaseline
+
 
 class ReplayCommand(Command):
     name = "replay"
     help = "replay a search strategy on a recorded study (offline, deterministic)"
     description = (
         "Answer a strategy's proposals from a recorded study (a study folder or a recording\n"
-        "JSON) by route, without building anything, and report the best speed-up it would\n"
-        "have found within the budget, as a fraction of the recording's optimum. Routes missing\n"
-        "from the recording count as build failures and are reported."
+        "JSON, e.g. one written by 'gptuner import --format t4|kerneltuner') by route, without\n"
+        "building anything, and report the best speed-up it would have found within the budget,\n"
+        "as a fraction of the recording's optimum, with its best-so-far curve against builds and\n"
+        "build seconds beside random search's expectation. Routes missing from the recording\n"
+        "count as failed builds (infeasible ones, for an imported exhaustive space)."
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from gptuner_core.strategies import DEFAULT_STRATEGY
-        from gptuner_core.strategies import strategy_names
 
         parser.add_argument("study", metavar="STUDY", help="study folder or recording JSON")
-        parser.add_argument("--search", default=DEFAULT_STRATEGY, choices=strategy_names(),
-                            help=f"strategy to replay (default: {DEFAULT_STRATEGY})")
+        parser.add_argument("--search", default=DEFAULT_STRATEGY, metavar="NAME[,NAME...]",
+                            help=f"strategies to replay, comma-separated (default: {DEFAULT_STRATEGY})")
         parser.add_argument("--budget", default="20%", metavar="N|P%",
                             help="builds, or a percentage of the full space (default: 20%%)")
         parser.add_argument("--seeds", type=int, default=1, metavar="K",
                             help="replay seeds 0..K-1 (default: 1)")
         parser.add_argument("--strategy-option", action="append", default=[], metavar="KEY=VALUE")
+        parser.add_argument("--warm-start", action="append", default=[], metavar="STUDY_OR_RECORDING",
+                            help="start from what an earlier study or recording of the same knobs learned")
         parser.add_argument("--trace", action="store_true", help="print every proposal")
+        parser.add_argument("--no-curve", action="store_true", help="leave out the best-so-far curves")
 
     def run(self, args: argparse.Namespace) -> int:
         import warnings
 
+        from gptuner_core.engine.simulate import parse_budget
         from gptuner_core.engine.simulate import simulate
+        from gptuner_core.recording import load_recording
+        from gptuner_core.strategies import strategy_names
+        from gptuner_core.views.curves import random_baseline
 
         if args.seeds < 1:
             msg = f"--seeds must be >= 1 (got {args.seeds})"
+            raise UsageError(msg)
+        names = [n.strip() for n in str(args.search).split(",") if n.strip()]
+        unknown = [n for n in names if n not in strategy_names()]
+        if unknown or not names:
+            msg = f"--search: unknown strategy {unknown[0] if unknown else '(none)'!r} (expected one of {', '.join(strategy_names())})"
             raise UsageError(msg)
         opts = {}
         for item in args.strategy_option:
@@ -52,31 +69,109 @@ class ReplayCommand(Command):
                 msg = f"--strategy-option expects KEY=VALUE (got {item!r})"
                 raise UsageError(msg)
             opts[key] = value
-        from gptuner_core.recording import load_recording
-
         warnings.simplefilter("ignore", FutureWarning)
         recording = load_recording(args.study)  # loaded and indexed once for every seed
-        results = []
-        for seed in range(args.seeds):
-            res = simulate(args.search, recording, args.budget, seed, **opts)
-            results.append(res)
-            print(f"seed {seed}: {res.best_speedup:.3f}x = {100 * res.found_optimum_fraction:.1f}% "
-                  f"of the optimum with {res.builds_used}/{res.space_size} builds"
-                  f"{' (strategy finished)' if res.exhausted else ''}: {res.best_route or '-'}")
-            if args.trace:
-                for s in res.trace:
-                    ms = f"{s.observed_ms:.4f} ms" if s.observed_ms is not None else "-"
-                    print(f"  [{s.number}] {s.state:<13} {ms:>12}  {s.route}")
-        first = results[0]
-        fr = [r.found_optimum_fraction for r in results]
-        print(f"optimum: {first.optimum_speedup:.3f}x ({first.optimum_route})")
-        print(f"{args.search}, budget {first.budget} builds: mean {100 * statistics.fmean(fr):.1f}%, "
-              f"worst {100 * min(fr):.1f}% of the optimum over {len(results)} seed(s)")
-        missing = sorted({m for r in results for m in r.missing})
-        if missing and recording.exhaustive:
-            print(f"{len(missing)} proposed route(s) infeasible (absent from the recorded space: a "
-                  f"failed build each), e.g. {missing[0]}")
-        elif missing:
-            print(f"{len(missing)} proposed route(s) missing from the recording (counted as "
-                  f"BUILD_FAILED), e.g. {missing[0]}")
+        budget = parse_budget(args.budget, recording.expression.count("full"))
+        warm = _warm_start(recording, args.warm_start)
+        rand = None if args.no_curve else random_baseline(recording, budget)
+        for name in names:
+            results = []
+            for seed in range(args.seeds):
+                res = simulate(name, recording, budget, seed, warm_start=warm, **opts)
+                results.append(res)
+                print(f"seed {seed}: {res.best_speedup:.3f}x = {100 * res.found_optimum_fraction:.1f}% "
+                      f"of the optimum with {res.builds_used}/{res.space_size} builds"
+                      f"{' (strategy finished)' if res.exhausted else ''}: {res.best_route or '-'}")
+                if args.trace:
+                    for s in res.trace:
+                        ms = f"{s.observed_ms:.4f} ms" if s.observed_ms is not None else "-"
+                        print(f"  [{s.number}] {s.state:<13} {ms:>12}  {s.route}")
+            _summary(name, recording, results, rand)
         return 0
+
+
+def _warm_start(recording: Recording, sources: list[str]) -> list[Route]:
+    """Routes of the earlier studies / recordings, as ``tune --warm-start`` takes them."""
+    if not sources:
+        return []
+    from gptuner_core.recording import load_recording
+    from gptuner_core.strategies.warm_start import model_family
+    from gptuner_core.strategies.warm_start import warm_start_routes
+
+    warm = warm_start_routes(sources, recording.expression, db=recording.db,
+                             model_family_name=model_family(recording.config))
+    print(f"warm start from {', '.join(sources)}: {len(warm)} route(s)"
+          + ("" if warm else " (no study of the same knob database or model family)"))
+    for src in sources:
+        rho, shared = rank_agreement(recording, load_recording(src))
+        if shared >= 3:
+            print(f"  {src}: {shared:,} routes measured in both, rank correlation (Spearman) {rho:.3f}")
+    return warm
+
+
+def rank_agreement(a: Recording, b: Recording) -> tuple[float, int]:
+    """Spearman rank correlation of the recorded latencies of the routes both measured."""
+    import numpy as np
+
+    pairs = []
+    for key, rec in a.by_key.items():
+        other = b.by_key.get(key)
+        if rec.eligible and other is not None and other.eligible and rec.latency and other.latency:
+            pairs.append((rec.latency.median_ms, other.latency.median_ms))
+    if len(pairs) < 3:
+        return 0.0, len(pairs)
+    x, y = (np.argsort(np.argsort(np.asarray(col))) for col in zip(*pairs, strict=True))
+    return float(np.corrcoef(x, y)[0, 1]), len(pairs)
+
+
+def _summary(name: str, recording: Recording, results: list, rand: RandomBaseline | None) -> None:
+    first = results[0]
+    fr = [r.found_optimum_fraction for r in results]
+    print(f"optimum: {first.optimum_speedup:.3f}x ({first.optimum_route})")
+    print(f"{name}, budget {first.budget} builds: mean {100 * statistics.fmean(fr):.1f}%, "
+          f"worst {100 * min(fr):.1f}% of the optimum over {len(results)} seed(s)")
+    steps = [s for r in results for s in r.trace if not s.remeasure and s.number > 0]
+    if steps:
+        failed = sum(s.state != "COMPLETE" for s in steps) / len(steps)
+        expect = f" (random search: {100 * rand.failed_share:.0f}%)" if rand else ""
+        print(f"{name}: {100 * failed:.0f}% of the builds after the default went to failed or "
+              f"infeasible routes{expect}")
+    missing = sorted({m for r in results for m in r.missing})
+    if missing and recording.exhaustive:
+        print(f"{len(missing)} proposed route(s) infeasible (absent from the recorded space: a "
+              f"failed build each), e.g. {missing[0]}")
+    elif missing:
+        print(f"{len(missing)} proposed route(s) missing from the recording (counted as "
+              f"BUILD_FAILED), e.g. {missing[0]}")
+    if len(results) > 1 and len({tuple(s.route for s in r.trace) for r in results}) == 1:
+        print(f"note: all {len(results)} seeds proposed the same routes ('{name}' does not use its seed here)")
+    if rand is not None:
+        print(curve_text(name, recording, results, rand))
+
+
+def curve_text(name: str, recording: Recording, results: list, rand: RandomBaseline) -> str:
+    """The best-so-far table: % of the optimum against builds and build seconds, mean of the
+    seeds, beside random search's expectation (exact by builds; from random draws by seconds)."""
+    from gptuner_core.views.curves import checkpoints
+    from gptuner_core.views.curves import trace_curve
+
+    curves = [trace_curve(r, recording) for r in results]
+    budget = results[0].budget
+    ks = checkpoints(budget)
+    width = max(len(name), len("E[random]")) + 1
+    lines = [f"{name}, best so far (% of the optimum; mean of {len(results)} seed(s)) beside random "
+             "search's expectation:"]
+
+    def row(label: str, values: list[float]) -> str:
+        return f"  {label:<{width}}" + "".join(f"{v:>8.1f}" for v in values)
+
+    lines.append(f"  {'builds':<{width}}" + "".join(f"{k:>8d}" for k in ks))
+    lines.append(row(name, [100 * statistics.fmean(c.at_build(k) for c in curves) for k in ks]))
+    lines.append(row("E[random]", [100 * rand.expected[min(k, len(rand.expected)) - 1] for k in ks]))
+    spent = statistics.fmean(c.seconds[-1] if c.seconds else 0.0 for c in curves)
+    if spent > 0:
+        ts = [spent * f for f in (0.05, 0.1, 0.25, 0.5, 1.0)]
+        lines.append(f"  {'build s':<{width}}" + "".join(f"{t:>8.3g}" for t in ts))
+        lines.append(row(name, [100 * statistics.fmean(c.at_seconds(t) for c in curves) for t in ts]))
+        lines.append(row("E[random]", [100 * rand.expected_at_seconds(t) for t in ts]))
+    return "\n".join(lines)
