@@ -14,6 +14,32 @@ from typing import Any
 
 
 _SQRT5 = 5.0**0.5
+MAX_FIT = 300  # points a GP is fitted on (the best half, then an even spread of the rest)
+
+
+def fit_subset(n: int) -> list[int]:
+    """Indices (of rows sorted best first) a GP is fitted on: all, or the best half + a spread."""
+    if n <= MAX_FIT:
+        return list(range(n))
+    half = MAX_FIT // 2
+    step = (n - half) / half
+    return list(range(half)) + [half + int(k * step) for k in range(half)]
+
+
+def prior_line(y: Any, prior_obs: Any) -> tuple[float, float]:
+    """Prior mean ``a + b × source`` of the new results ``y`` given the source's values at the
+    same routes: ridge toward b = 1 (no source: the mean, b = 0)."""
+    import numpy as np
+
+    if prior_obs is None:
+        return (float(y.mean()) if len(y) else 0.0), 0.0
+    if not len(y):
+        return 0.0, 1.0
+    lam = 3.0  # pseudo-observations pulling b toward 1
+    s = prior_obs - prior_obs.mean()
+    b = float((s @ (y - y.mean()) + lam) / (s @ s + lam)) if len(y) > 1 else 1.0
+    b = min(max(b, 0.0), 2.0)
+    return float(np.mean(y - b * prior_obs)), b
 
 
 def matern52(a: Any, b: Any, scales: Any) -> Any:

@@ -35,6 +35,8 @@ from gptuner_core.routes import Route
 from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import Strategy
 from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies._gp import fit_subset
+from gptuner_core.strategies._gp import prior_line
 
 
 if TYPE_CHECKING:
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
 
 #: acquisition turns: 0 greedy EI, 1 EI asking ~5 % more, 2 exploring, 3 polish the best
 _TURNS = {"ei": (0,), "portfolio": (0, 1, 2, 3), "polish": (0, 3, 1, 3, 2, 3)}
-_MAX_FIT = 300  # points a GP is fitted on (the best half, then an even spread of the rest)
 
 
 def _numeric(values: Sequence[str]) -> bool:
@@ -203,7 +204,7 @@ class BoStrategy(Strategy):
         good = sorted((v, t) for t, v in self._source.items() if v is not None)
         if len(good) < 3:
             return
-        keep = self._subsample(len(good))
+        keep = fit_subset(len(good))
         x = self._features(np.array([good[i][1] for i in keep]))
         y = np.array([good[i][0] for i in keep])
         self._src_mean, self._src_std = float(y.mean()), float(y.std()) or 1.0
@@ -224,14 +225,6 @@ class BoStrategy(Strategy):
         return np.asarray(out)
 
     # -- the model ---------------------------------------------------------------------------
-    def _subsample(self, n: int) -> list[int]:
-        """Indices (of rows sorted best first) a GP is fitted on: all, or the best half + a spread."""
-        if n <= _MAX_FIT:
-            return list(range(n))
-        half = _MAX_FIT // 2
-        step = (n - half) / half
-        return list(range(half)) + [half + int(k * step) for k in range(half)]
-
     def _fit(self, which: str, x: Any, y: Any, n: int) -> Any:
         from gptuner_core.strategies._gp import fit_hyper
 
@@ -294,13 +287,13 @@ class BoStrategy(Strategy):
         if self._source_gp is not None:
             prior_pool = self._source_value(pool)
             prior_obs = self._source_value(np.array(ok)) if ok else np.zeros(0)
-        a, b = self._prior_fit(y, prior_obs)
+        a, b = prior_line(y, prior_obs)
         base_pool = a + (b * prior_pool if prior_pool is not None else 0.0)
         if len(y):
             resid = y - a - (b * prior_obs if prior_obs is not None else 0.0)
             scale = max(float(resid.std()), 0.05) if len(y) > 2 else (0.3 if prior_pool is not None else 1.0)
             z = resid / scale
-            order = np.argsort(y)[self._subsample(len(y))]
+            order = np.argsort(y)[fit_subset(len(y))]
             ox = self._features(np.array(ok)[order])
             gp = Gp(ox, z[order], self._fit("latency", ox, z[order], len(y)))
             mean, std = gp.predict(px)
@@ -332,22 +325,8 @@ class BoStrategy(Strategy):
         # compete on expected improvement (EI x P alone still chased far, failing corners)
         return np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
 
-    def _prior_fit(self, y: Any, prior_obs: Any) -> tuple[float, float]:
-        """Prior mean ``a + b × source``: ridge toward b = 1 (no prior: the mean, b = 0)."""
-        import numpy as np
-
-        if prior_obs is None:
-            return (float(y.mean()) if len(y) else 0.0), 0.0
-        if not len(y):
-            return 0.0, 1.0
-        lam = 3.0  # pseudo-observations pulling b toward 1
-        s = prior_obs - prior_obs.mean()
-        b = float((s @ (y - y.mean()) + lam) / (s @ s + lam)) if len(y) > 1 else 1.0
-        b = min(max(b, 0.0), 2.0)
-        return float(np.mean(y - b * prior_obs)), b
-
     def _feasible(self, pool: Any, px: Any, ok: list, bad: list) -> Any:
-        """P(the route builds) per pool row (see :meth:`_pairwise`), times the source's verdict."""
+        """P(the route builds) per pool row (``feasibility_model``), times the source's verdict."""
         import numpy as np
 
         p = np.ones(len(pool))
@@ -366,13 +345,9 @@ class BoStrategy(Strategy):
                 scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
                 p = kernel_share(self._features(rows), built, px, scales)
         if self._source:  # failed in the source (or absent from an exhaustive one): unlikely
-            absent = 0.05 if self.prior.exhaustive else 1.0  # type: ignore[union-attr]
-            for r, row in enumerate(pool):
-                t = tuple(int(j) for j in row)
-                if t not in self._source:
-                    p[r] *= absent
-                elif self._source[t] is None:
-                    p[r] *= 0.2
+            from gptuner_core.strategies._feasibility import source_verdict
+
+            p = p * source_verdict(pool, self._source, self.prior.exhaustive)  # type: ignore[union-attr]
         return p
 
     # -- the contract ------------------------------------------------------------------------
