@@ -7,7 +7,9 @@ A strategy whose module cannot be imported (optuna missing) is reported as
 :func:`describe_strategies` is the single declaration the CLI help and the dashboard's strategy
 form are generated from.
 
-The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py).
+The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py):
+``bo`` wins on the large Kernel Tuner spaces and with a warm-start prior
+(benchmarks/search_scale.py) but not on the small recorded sweeps, so it is not the default.
 """
 
 from __future__ import annotations
