@@ -1,28 +1,24 @@
 """``bo``: Bayesian optimisation with a learned feasibility model and a transfer prior.
 
 Each route is a point of the product of its variable knobs, one feature per knob in [0, 1]
-(numeric values by position in their list; unordered values with more than two choices
-one-hot). Two Gaussian processes (:mod:`gptuner_core.strategies._gp`) are refitted as results
-come back:
+(numeric values by position in their list; unordered values with more than two choices one-hot).
+A Gaussian process (:mod:`._gp`, refitted as results come back) models the log median latency of
+the routes that built; a feasibility model (:mod:`._feasibility`) the probability that a route
+builds, from those that failed (BUILD_FAILED, CRASHED, TIMED_OUT, ACCURACY_FAILED, or absent
+from a recording: infeasible) and those that built.
 
-* **latency**: log median latency of the routes that built and measured;
-* **feasibility**: 1 for a measured route, 0 for one that failed (BUILD_FAILED, CRASHED,
-  TIMED_OUT, ACCURACY_FAILED, or absent from a recording: infeasible), a least-squares
-  classifier whose clipped mean is the probability that a route builds.
-
-Each proposal scores a pool of candidates (random routes drawn with the strategy's seed, every
-one-off neighbour of the best routes so far, random two/three-off neighbours of the best) by
-expected improvement × probability of building, and asks the best unevaluated one. A
-route-level product of any size is never enumerated (the pool is sampled), so it runs on
-10^60-route spaces as on 48-route ones; the seed decides the initial design and the pools, so
-seeds give genuinely different runs.
+Each proposal scores a sampled pool (random routes drawn with the strategy's seed, the one-off
+neighbours of the best routes, random two/three-off neighbours of the best): only candidates
+nearly as likely to build as the likeliest compete, on an acquisition that rotates (greedy EI,
+EI asking ~5 % more, a lower confidence bound, the best one-off neighbour of the best route). The
+product is never enumerated, so any space size works; the seed decides the initial design and
+the pools, so seeds give genuinely different runs.
 
 **Transfer** (``prior``, from ``--warm-start`` of another study or recording of the same knobs):
-a GP fitted once on the source's results gives a prior mean for the new latency
-(``a + b × source``, ``a`` and ``b`` fitted by ridge regression on the new results toward the
-identity); the target GP models the residual. Routes that failed in the source (or are absent from
-an exhaustive one, e.g. an imported brute-forced space) start with a low probability of building. With no result of its own yet, the model's best guesses are the
-source's best routes (ranked seeds), then it follows the new results.
+a GP fitted once on the source's results gives the prior mean of the new latency (``a + b ×
+source``, fitted on the new results by ridge regression toward the identity); the GP models the
+residual. Routes that failed in the source (or are absent from an exhaustive one) start unlikely
+to build. With no result of its own yet, its best guesses are the source's best routes.
 """
 
 from __future__ import annotations
@@ -95,6 +91,10 @@ class BoStrategy(Strategy):
             description="the portfolio's exploring turn: a lower confidence bound, or a random "
             "route among those likely to build",
             default="lcb", choices=("lcb", "random"),
+        ),
+        "near_default": StrategyOption(
+            description="the default route's one-off neighbours are candidates too",
+            default=False, type=bool,
         ),
         "feasibility": StrategyOption(
             description="learn where routes fail and weight candidates by P(builds)",
@@ -253,6 +253,9 @@ class BoStrategy(Strategy):
         rng, sizes = self._rng, self._sizes
         parts = [rng.integers(0, sizes, size=(self.opts["pool"], len(sizes)))]
         best = [ok[i] for i in np.argsort(ys)[:3]] if ok else []
+        base = self._tuple(self.space.baseline())
+        if self.opts["near_default"] and base is not None and base not in best:
+            best.append(base)  # the default's one-offs compete too (trtexec's fast search)
         if self._source_gp is not None:
             best += self._src_best[:3]
             srcs = [t for t, v in self._source.items() if v is not None]
