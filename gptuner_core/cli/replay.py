@@ -74,11 +74,16 @@ class ReplayCommand(Command):
         recording = load_recording(args.study)  # loaded and indexed once for every seed
         budget = parse_budget(args.budget, recording.expression.count("full"))
         warm = _warm_start(recording, args.warm_start)
+        prior = None  # every result of the warm-start sources, for strategies that model (bo)
+        if warm:
+            from gptuner_core.strategies.warm_start import load_prior
+
+            prior = load_prior(args.warm_start, recording.expression)
         rand = None if args.no_curve else random_baseline(recording, budget)
         for name in names:
             results = []
             for seed in range(args.seeds):
-                res = simulate(name, recording, budget, seed, warm_start=warm, **opts)
+                res = simulate(name, recording, budget, seed, warm_start=warm, prior=prior, **opts)
                 results.append(res)
                 print(f"seed {seed}: {res.best_speedup:.3f}x = {100 * res.found_optimum_fraction:.1f}% "
                       f"of the optimum with {res.builds_used}/{res.space_size} builds"

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal
+    from gptuner_core.strategies.warm_start import Prior
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,9 +188,14 @@ def simulate(
     seed: int = 0,
     *,
     warm_start: Sequence[Route] = (),
+    prior: Prior | None = None,
     **options: Any,
 ) -> SimulationResult:
-    """Replay ``strategy_name`` on a recorded study for at most ``budget`` builds."""
+    """Replay ``strategy_name`` on a recorded study for at most ``budget`` builds.
+
+    ``prior``: results of another study or recording of the same knobs (``--warm-start``),
+    for strategies that model the space.
+    """
     from gptuner_core.strategies import get_strategy
 
     recording = load_recording(recorded)
@@ -197,7 +203,7 @@ def simulate(
     n_budget = parse_budget(budget, space)
     strategy = get_strategy(
         strategy_name, recording.expression, seed=seed, db=recording.db,
-        warm_start=warm_start, budgeted=True, **options,
+        warm_start=warm_start, prior=prior, budgeted=True, **options,
     )
     evaluator = RecordedEvaluator(recording)
     sink = _TraceSink(recording, evaluator)

@@ -258,8 +258,13 @@ class Tuner:
 
         cfg = self.config
         self.warm = checked_warm_start(cfg, self.expr, self.db)
+        self.prior = None  # every result of the same studies, for strategies that model them (bo)
+        if self.warm:
+            from gptuner_core.strategies.warm_start import load_prior
+
+            self.prior = load_prior(cfg.warm_start, self.expr)
         self.planned = get_strategy(
-            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=self.warm,
+            cfg.search, self.expr, seed=cfg.seed, db=self.db, warm_start=self.warm, prior=self.prior,
             budgeted=bool(cfg.max_candidates or cfg.time_budget_s), **cfg.strategy_options,
         )
         return self.planned
@@ -269,7 +274,8 @@ class Tuner:
         strategy = planned if planned is not None else self._plan_strategy()
         if self.config.warm_start:
             store.add_event("warm_start", {"studies": list(self.config.warm_start),
-                                           "routes": [str(r) for r in self.warm]})
+                                           "routes": [str(r) for r in self.warm],
+                                           "prior_results": len(self.prior) if self.prior else 0})
         return strategy
 
     # -- the run ---------------------------------------------------------------------------

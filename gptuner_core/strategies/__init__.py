@@ -7,7 +7,9 @@ A strategy whose module cannot be imported (optuna missing) is reported as
 :func:`describe_strategies` is the single declaration the CLI help and the dashboard's strategy
 form are generated from.
 
-The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py).
+The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py):
+``bo`` wins on the large Kernel Tuner spaces and with a warm-start prior
+(benchmarks/search_scale.py) but not on the small recorded sweeps, so it is not the default.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from gptuner_core.expressions import Expression
     from gptuner_core.knobs import KnobDatabase
     from gptuner_core.routes import Route
+    from gptuner_core.strategies.warm_start import Prior
 
 #: name -> "module:Class"
 _STRATEGIES: dict[str, str] = {
@@ -43,6 +46,8 @@ _STRATEGIES: dict[str, str] = {
     "gp": "gptuner_core.strategies.gp:GpStrategy",
     "nsga2": "gptuner_core.strategies.nsga2:Nsga2Strategy",
     "race": "gptuner_core.strategies.race:RaceStrategy",
+    "bo": "gptuner_core.strategies.bo:BoStrategy",
+    "local": "gptuner_core.strategies.local:LocalStrategy",
 }
 
 #: The strategy ``gptuner tune`` uses when none is given (justified by the benchmark).
@@ -68,6 +73,7 @@ def get_strategy(
     seed: int = 0,
     db: KnobDatabase | None = None,
     warm_start: Sequence[Route] = (),
+    prior: Prior | None = None,
     budgeted: bool = False,
     **options: Any,
 ) -> Strategy:
@@ -80,7 +86,7 @@ def get_strategy(
     if budgeted and "budget_fraction" in cls.options:
         options.setdefault("budget_fraction", 0.0)
     try:
-        return cls(space, seed=seed, db=db, warm_start=warm_start, **options)
+        return cls(space, seed=seed, db=db, warm_start=warm_start, prior=prior, **options)
     except ImportError as exc:
         raise StrategyError(_unavailable(name, exc)) from None
 

@@ -9,6 +9,8 @@ strategy. Contract (checked by ``tests/strategies_tests``):
   (``history`` holds every record of the study, including those of an earlier, resumed run);
 * ``ask`` returns ``None`` when the strategy is done; the tuner enforces budgets on top;
 * routes given as ``warm_start`` (best routes of earlier studies) come right after the baseline;
+  ``prior`` (every result of those studies, :class:`~gptuner_core.strategies.warm_start.Prior`)
+  is there for strategies that model the space; the others ignore it;
 * ``pending`` holds the proposals in flight (asked, not yet in ``history``: parallel builds or
   workers); a strategy never proposes a route whose key is evaluated *or* pending
   (:meth:`Strategy.taken`). With proposals in flight, ``None`` means "nothing to propose until
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from gptuner_core.expressions import Expression
     from gptuner_core.knobs import KnobDatabase
     from gptuner_core.records import CandidateRecord
+    from gptuner_core.strategies.warm_start import Prior
 
 
 #: a strategy's declared option (the one option record of ``gptuner_core.options``)
@@ -90,9 +93,11 @@ class Strategy(abc.ABC):
         seed: int = 0,
         db: KnobDatabase | None = None,
         warm_start: Sequence[Route] = (),
+        prior: Prior | None = None,
         **options: Any,
     ) -> None:
         self.space = space
+        self.prior = prior
         self.seed = seed
         self.db = db
         self.opts = validate_options(self.name, self.options, options)

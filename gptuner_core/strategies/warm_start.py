@@ -6,11 +6,16 @@ stem with trailing digits/version suffixes stripped). Its eligible routes (COMPL
 latency) are ranked by speed-up, restricted to the knobs of this space (values this space does not
 allow are dropped, so the route stays valid), de-duplicated, and the best ``top_n`` returned.
 Strategies take them as ``warm_start=[...]`` and propose them right after the baseline.
+
+A :class:`Prior` (:func:`load_prior`) carries *every* result of the earlier studies, not only the
+best routes: model-based strategies (``bo``) train a surrogate on it and use it as the prior mean
+and the feasibility prior of the new study's model.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -103,3 +108,47 @@ def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase)
                    f"'{theirs}')")
             raise ConfigError(msg)
     return warm_start_routes(config.warm_start, space, db=db, model_family_name=family)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prior:
+    """What an earlier study or recording of the same knobs measured, for a model-based prior.
+
+    ``results``: ``(route, median latency in ms)`` per route it evaluated, the latency ``None``
+    for a route that failed there (build failure, crash, timeout, accuracy). Strategies that
+    model the space (``bo``) fit a surrogate on it; others use only the ranked ``warm_start``
+    routes.
+    """
+
+    sources: tuple[str, ...]
+    results: tuple[tuple[Route, float | None], ...]
+    #: every source recorded every feasible route (an imported brute-force space): a route
+    #: absent from them is infeasible there
+    exhaustive: bool = False
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def load_prior(sources: Iterable[Any], space: Expression) -> Prior:
+    """Every record of the given studies/recordings (paths or ``Recording``), restricted to the
+    knobs of ``space``: measured routes with their median latency, failed ones with ``None``."""
+    from gptuner_core.recording import load_recording
+
+    names = set(space.names)
+    results: list[tuple[Route, float | None]] = []
+    labels = []
+    exhaustive = True
+    for source in sources:
+        rec = load_recording(source)
+        labels.append(str(rec.source))
+        exhaustive = exhaustive and bool(getattr(rec, "exhaustive", False))
+        for r in rec.records:
+            if not r.state.is_finished():
+                continue
+            route = Route(tuple(
+                (n, v) for n, v in Route.parse(r.requested_route).assignments if n in names
+            ))
+            ok = r.eligible and r.latency is not None and r.latency.median_ms > 0
+            results.append((route, r.latency.median_ms if ok else None))  # type: ignore[union-attr]
+    return Prior(sources=tuple(labels), results=tuple(results), exhaustive=exhaustive and bool(labels))

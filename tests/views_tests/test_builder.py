@@ -86,6 +86,6 @@ class TestCounts:
         assert set(counts) == set(strategy_names())
         assert counts["fast"].text == "5" and counts["full"].text == "9"
         assert counts[DEFAULT_STRATEGY].default and counts[DEFAULT_STRATEGY].low is not None
-        assert counts["mixed"].text == "5–14"  # phase 1 (5) + at most the full product (9)
+        assert counts["mixed"].text == "5–9"  # phase 1 (5), at most the 9 distinct routes of the space (issue 26: never more)
         capped = {c.strategy: c for c in builder.strategy_counts(expr, max_candidates=3)}
         assert capped["full"].text == "3"

@@ -1,0 +1,400 @@
+"""``bo``: Bayesian optimisation with a learned feasibility model and a transfer prior.
+
+Each route is a point of the product of its variable knobs, one feature per knob in [0, 1]
+(numeric values by position in their list; unordered values with more than two choices one-hot).
+A Gaussian process (:mod:`._gp`, refitted as results come back) models the log median latency of
+the routes that built; a feasibility model (:mod:`._feasibility`) the probability that a route
+builds, from those that failed (BUILD_FAILED, CRASHED, TIMED_OUT, ACCURACY_FAILED, or absent
+from a recording: infeasible) and those that built.
+
+Each proposal scores a sampled pool (random routes drawn with the strategy's seed, the one-off
+neighbours of the best routes, random two/three-off neighbours of the best): only candidates
+nearly as likely to build as the likeliest compete, on an acquisition that rotates (greedy EI,
+EI asking ~5 % more, a lower confidence bound, the best one-off neighbour of the best route). The
+product is never enumerated, so any space size works; the seed decides the initial design and
+the pools, so seeds give genuinely different runs.
+
+**Transfer** (``prior``, from ``--warm-start`` of another study or recording of the same knobs):
+a GP fitted once on the source's results gives the prior mean of the new latency (``a + b ×
+source``, fitted on the new results by ridge regression toward the identity); the GP models the
+residual. Routes that failed in the source (or are absent from an exhaustive one) start unlikely
+to build. With no result of its own yet, its best guesses are the source's best routes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.routes import Route
+from gptuner_core.strategies._base import Proposal
+from gptuner_core.strategies._base import Strategy
+from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies._gp import fit_subset
+from gptuner_core.strategies._gp import prior_line
+
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gptuner_core.records import CandidateRecord
+
+#: acquisition turns: 0 greedy EI, 1 EI asking ~5 % more, 2 exploring, 3 polish the best
+_TURNS = {"ei": (0,), "portfolio": (0, 1, 2, 3), "polish": (0, 3, 1, 3, 2, 3)}
+
+
+def _numeric(values: Sequence[str]) -> bool:
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return False
+    return True
+
+
+class BoStrategy(Strategy):
+    name = "bo"
+    summary = (
+        "Bayesian optimisation (Gaussian process, expected improvement) that learns where "
+        "routes fail or are infeasible and avoids them; --warm-start studies are its prior. "
+        "Samples candidates, so any space size."
+    )
+    options = {
+        "max_trials": StrategyOption(
+            description="stop after this many routes of its own (0: see budget_fraction)",
+            default=0, type=int,
+        ),
+        "budget_fraction": StrategyOption(
+            description=(
+                "when max_trials is 0: stop after max(fast one-offs, min(this share of the full "
+                "space, 4x the fast one-offs)) routes (0: run until the space is exhausted)"
+            ),
+            default=0.2, type=float,
+        ),
+        "n_initial": StrategyOption(
+            description="random routes before the model is used (with a prior: none)",
+            default=10, type=int,
+        ),
+        "pool": StrategyOption(
+            description="random candidates scored per proposal (besides the best's neighbours)",
+            default=300, type=int,
+        ),
+        "acquisition": StrategyOption(
+            description=(
+                "ei: expected improvement; portfolio: in turn greedy EI, EI asking ~5 %% more, "
+                "a lower confidence bound (explores more) and the best one-off neighbour of the "
+                "best route so far (polishes it); polish: half the turns polish"
+            ),
+            default="portfolio", choices=tuple(_TURNS),
+        ),
+        "explore": StrategyOption(
+            description="the portfolio's exploring turn: a lower confidence bound, or a random "
+            "route among those likely to build",
+            default="lcb", choices=("lcb", "random"),
+        ),
+        "near_default": StrategyOption(
+            description="the default route's one-off neighbours are candidates too",
+            default=False, type=bool,
+        ),
+        "feasibility": StrategyOption(
+            description="learn where routes fail and weight candidates by P(builds)",
+            default=True, type=bool,
+        ),
+        "feasibility_model": StrategyOption(
+            description=(
+                "pairs: a route builds as often as its worst pair of knob values did; kernel: as "
+                "often as the routes near it did"
+            ),
+            default="kernel", choices=("kernel", "pairs"),
+        ),
+        "min_feasible": StrategyOption(
+            description=(
+                "only candidates whose P(builds) is at least this share of the likeliest "
+                "candidate's compete (0: P(builds) is only a weight)"
+            ),
+            default=0.8, type=float,
+        ),
+    }
+
+    def __init__(self, space, **kw) -> None:  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        super().__init__(space, **kw)
+        from gptuner_core.errors import StrategyError
+
+        for key in ("max_trials", "n_initial", "pool"):
+            if self.opts[key] < 0:
+                msg = f"strategy '{self.name}' option '{key}' must be >= 0 (got {self.opts[key]})"
+                raise StrategyError(msg)
+        fraction = self.opts["budget_fraction"]
+        if not 0 <= fraction <= 1:
+            msg = f"strategy '{self.name}' option 'budget_fraction' must be in [0, 1] (got {fraction})"
+            raise StrategyError(msg)
+        self._total = space.count("full")
+        if self.opts["max_trials"] == 0 and fraction > 0:
+            one_offs = space.count("fast") - 1
+            self.opts["max_trials"] = min(
+                self._total, max(one_offs, min(math.ceil(fraction * self._total), 4 * one_offs))
+            )
+        self._rng = np.random.default_rng(self.seed)
+        terms = space.terms
+        self._var = [i for i, t in enumerate(terms) if len(t.values) > 1]
+        self._sizes = np.array([len(terms[i].values) for i in self._var], dtype=np.int64)
+        self._radix = np.cumprod(np.concatenate([[1], self._sizes[:-1]])).astype(np.int64)
+        self._pos = [{v: j for j, v in enumerate(terms[i].values)} for i in self._var]
+        self._fixed = [t.values[0] if len(t.values) == 1 else "" for t in terms]
+        self._names = space.names
+        self._onehot = [len(terms[i].values) > 2 and not _numeric(terms[i].values) for i in self._var]
+        self._parsed: dict[str, tuple[int, ...] | None] = {}
+        self._hyper: dict[str, Any] = {}
+        self._fitted_at: dict[str, int] = {}
+        self._own = 0
+        self._source: dict[tuple[int, ...], float | None] = {}
+        self._source_gp: Any = None
+        if self.prior is not None:
+            self._load_prior()
+
+    # -- routes <-> index tuples -------------------------------------------------------------
+    def _tuple(self, route: Route | str) -> tuple[int, ...] | None:
+        text = str(route)
+        if text in self._parsed:
+            return self._parsed[text]
+        values = dict(route.assignments if isinstance(route, Route) else Route.parse(text).assignments)
+        out: tuple[int, ...] | None = ()
+        for i, pos in zip(self._var, self._pos, strict=True):
+            name = self._names[i]
+            j = pos.get(values.get(name, self._defaults.get(name, "")))
+            if j is None:
+                out = None
+                break
+            out = (*out, j)  # type: ignore[misc]
+        self._parsed[text] = out
+        return out
+
+    def _route(self, idx: Sequence[int]) -> Route:
+        values = list(self._fixed)
+        for i, j in zip(self._var, idx, strict=True):
+            values[i] = self.space.terms[i].values[int(j)]
+        return Route(tuple(zip(self._names, values, strict=True)))
+
+    def _features(self, idx: Any) -> Any:
+        import numpy as np
+
+        cols = []
+        for d, size in enumerate(self._sizes):
+            if self._onehot[d]:
+                cols.append(np.eye(size)[idx[:, d]] / math.sqrt(2.0))
+            else:
+                cols.append((idx[:, d] / (size - 1))[:, None])
+        return np.hstack(cols) if cols else np.zeros((len(idx), 0))
+
+    # -- prior -------------------------------------------------------------------------------
+    def _load_prior(self) -> None:
+        import numpy as np
+
+        from gptuner_core.strategies._gp import Gp
+
+        for route, latency in self.prior.results:  # type: ignore[union-attr]
+            t = self._tuple(route)
+            if t is None:
+                continue
+            value = math.log(latency) if latency else None
+            old = self._source.get(t)
+            self._source[t] = value if old is None else (old if value is None else min(old, value))
+        good = sorted((v, t) for t, v in self._source.items() if v is not None)
+        if len(good) < 3:
+            return
+        keep = fit_subset(len(good))
+        x = self._features(np.array([good[i][1] for i in keep]))
+        y = np.array([good[i][0] for i in keep])
+        self._src_mean, self._src_std = float(y.mean()), float(y.std()) or 1.0
+        z = (y - self._src_mean) / self._src_std
+        self._source_gp = Gp(x, z, self._fit("source", x, z, len(z)))
+        self._src_best = [t for _, t in good[:50]]
+
+    def _source_value(self, idx: Any) -> Any:
+        """Source log-latency at each row: measured where the source has it, else its GP."""
+        import numpy as np
+
+        mean, _ = self._source_gp.predict(self._features(idx))
+        out = mean * self._src_std + self._src_mean
+        for r, row in enumerate(idx):
+            v = self._source.get(tuple(int(j) for j in row))
+            if v is not None:
+                out[r] = v
+        return np.asarray(out)
+
+    # -- the model ---------------------------------------------------------------------------
+    def _fit(self, which: str, x: Any, y: Any, n: int) -> Any:
+        from gptuner_core.strategies._gp import fit_hyper
+
+        last = self._fitted_at.get(which, 0)
+        if which not in self._hyper or n >= max(last + 4, int(1.4 * last)):
+            self._hyper[which] = fit_hyper(x, y, self._hyper.get(which))
+            self._fitted_at[which] = n
+        return self._hyper[which]
+
+    def _observations(self, history: Sequence[CandidateRecord]) -> tuple[list, list, list]:
+        ok, ys, bad = [], [], []
+        for rec in history:
+            t = self._tuple(rec.requested_route)
+            if t is None:
+                continue
+            if rec.eligible and rec.latency is not None and rec.latency.median_ms > 0:
+                ok.append(t)
+                ys.append(math.log(rec.latency.median_ms))
+            elif rec.state.is_failure() or rec.state.value == "ACCURACY_FAILED":
+                bad.append(t)
+        return ok, ys, bad
+
+    def _pool(self, ok: list, ys: list, taken: set) -> Any:
+        import numpy as np
+
+        rng, sizes = self._rng, self._sizes
+        parts = [rng.integers(0, sizes, size=(self.opts["pool"], len(sizes)))]
+        best = [ok[i] for i in np.argsort(ys)[:3]] if ok else []
+        base = self._tuple(self.space.baseline())
+        if self.opts["near_default"] and base is not None and base not in best:
+            best.append(base)  # the default's one-offs compete too (trtexec's fast search)
+        if self._source_gp is not None:
+            best += self._src_best[:3]
+            srcs = [t for t, v in self._source.items() if v is not None]
+            pick = rng.choice(len(srcs), size=min(len(srcs), self.opts["pool"] // 2), replace=False)
+            parts.append(np.array([srcs[i] for i in pick] + self._src_best))
+        for b in best:
+            base = np.array(b)
+            for d, size in enumerate(sizes):
+                rows = np.repeat(base[None, :], size, axis=0)
+                rows[:, d] = np.arange(size)
+                parts.append(rows)
+            if b == best[0]:  # random two/three-off neighbours of the best
+                mask = rng.random((200, len(sizes))) < 2.5 / len(sizes)
+                parts.append(np.where(mask, rng.integers(0, sizes, size=(200, len(sizes))), base))
+        pool = np.vstack(parts)
+        if self._total >= 2**62:  # no int64 code per route: dedupe by tuples
+            pool = np.unique(pool, axis=0)
+            return pool[[tuple(int(j) for j in r) not in taken for r in pool]]
+        codes, first = np.unique(pool @ self._radix, return_index=True)
+        done = np.array([np.dot(t, self._radix) for t in taken if t is not None], dtype=np.int64)
+        return pool[first[~np.isin(codes, done)]]
+
+    def _score(self, pool: Any, ok: list, ys: list, bad: list) -> Any:
+        import numpy as np
+
+        from gptuner_core.strategies._gp import Gp
+        from gptuner_core.strategies._gp import expected_improvement
+
+        px = self._features(pool)
+        y = np.array(ys)
+        prior_pool = prior_obs = None
+        if self._source_gp is not None:
+            prior_pool = self._source_value(pool)
+            prior_obs = self._source_value(np.array(ok)) if ok else np.zeros(0)
+        a, b = prior_line(y, prior_obs)
+        base_pool = a + (b * prior_pool if prior_pool is not None else 0.0)
+        if len(y):
+            resid = y - a - (b * prior_obs if prior_obs is not None else 0.0)
+            scale = max(float(resid.std()), 0.05) if len(y) > 2 else (0.3 if prior_pool is not None else 1.0)
+            z = resid / scale
+            order = np.argsort(y)[fit_subset(len(y))]
+            ox = self._features(np.array(ok)[order])
+            gp = Gp(ox, z[order], self._fit("latency", ox, z[order], len(y)))
+            mean, std = gp.predict(px)
+            mean = base_pool + mean * scale
+            std = std * scale
+            best = float(y.min())
+        else:
+            mean, std = base_pool + np.zeros(len(pool)), np.full(len(pool), 0.3)
+            best = float(mean.min())
+        turns = _TURNS[self.opts["acquisition"]]
+        turn = turns[self._own % len(turns)]
+        if turn == 2 and self.opts["explore"] == "random":  # a random route likely to build
+            acq = self._rng.random(len(pool)) + 1e-9
+        elif turn == 2:  # optimistic bound: the region the model knows least about, if it can win
+            acq = -(mean - 2.0 * std)
+            acq = acq - acq.min() + 1e-9
+        else:  # expected improvement, greedy then asking for at least ~5 % (log units)
+            acq = expected_improvement(mean, std, best, xi=0.0 if turn == 0 else 0.05)
+        if prior_pool is not None and not len(y):
+            acq = np.exp(-(mean - mean.min()))
+        if not len(acq):
+            return acq
+        feasible = self._feasible(pool, px, ok, bad)
+        if turn == 3 and len(y):  # polish: the best one-off neighbour of the best route so far
+            near = (pool != np.array(ok[int(np.argmin(y))])).sum(1) == 1
+            if near.any():
+                return np.where(near, acq * feasible + 1e-12 * feasible, -1.0)
+        # a constraint, not a weight: only routes nearly as likely to build as the likeliest
+        # compete on expected improvement (EI x P alone still chased far, failing corners)
+        return np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
+
+    def _feasible(self, pool: Any, px: Any, ok: list, bad: list) -> Any:
+        """P(the route builds) per pool row (``feasibility_model``), times the source's verdict."""
+        import numpy as np
+
+        p = np.ones(len(pool))
+        if not self.opts["feasibility"]:
+            return p
+        if bad:
+            from gptuner_core.strategies._feasibility import kernel_share
+            from gptuner_core.strategies._feasibility import pairwise_share
+
+            rows = np.array(ok + bad)
+            built = np.array([1.0] * len(ok) + [0.0] * len(bad))
+            if self.opts["feasibility_model"] == "pairs":
+                p = pairwise_share(rows, built, pool, self._sizes)
+            else:
+                hyper = self._hyper.get("latency")
+                scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
+                p = kernel_share(self._features(rows), built, px, scales)
+        if self._source:  # failed in the source (or absent from an exhaustive one): unlikely
+            from gptuner_core.strategies._feasibility import source_verdict
+
+            p = p * source_verdict(pool, self._source, self.prior.exhaustive)  # type: ignore[union-attr]
+        return p
+
+    # -- the contract ------------------------------------------------------------------------
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        import numpy as np
+
+        first = self.prelude(history, pending)
+        if first is not None:
+            return first
+        limit = self.opts["max_trials"]
+        if (limit and self._own >= limit) or not self._var:
+            return None
+        taken = {self._tuple(r.requested_route) for r in history}
+        taken |= {self._tuple(p.route) for p in pending if p.remeasure_of is None}
+        if len(taken - {None}) >= self._total:
+            return None
+        ok, ys, bad = self._observations(history)
+        phase = "model"
+        if self._source_gp is None and self._own < self.opts["n_initial"]:
+            pool, phase = self._rng.integers(0, self._sizes, size=(64, len(self._sizes))), "initial"
+            pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
+            choice = pool[0] if len(pool) else None
+        else:
+            pool = self._pool(ok, ys, taken)
+            choice = pool[int(np.argmax(self._score(pool, ok, ys, bad)))] if len(pool) else None
+        if choice is None:
+            choice = self._any_untaken(taken)
+            if choice is None:
+                return None
+        self._own += 1
+        return Proposal(route=self._route(choice), info={"search": "bo", "phase": phase})
+
+    def _any_untaken(self, taken: set) -> tuple[int, ...] | None:
+        from gptuner_core.strategies.random import random_indices
+
+        for index in random_indices(self._total, int(self._rng.integers(0, 2**31))):
+            t = self._tuple(self.space.route_at("full", index))
+            if t not in taken:
+                return t
+        return None
+
+    def planned(self) -> int | None:
+        limit = self.opts["max_trials"]
+        total = self._total + 1 + len(self.warm_start)
+        return min(total, limit + 1 + len(self.warm_start)) if limit else total

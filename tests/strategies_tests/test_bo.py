@@ -1,0 +1,137 @@
+"""``bo`` on a small synthetic recording made here: 4 knobs, 512 routes, about half infeasible or failing."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from gptuner_core.engine.simulate import simulate
+from gptuner_core.errors import StrategyError
+from gptuner_core.expressions import Expression
+from gptuner_core.knobs import KnobDatabase
+from gptuner_core.recording import Recording
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import LatencyStats
+from gptuner_core.strategies import get_strategy
+from gptuner_core.strategies.warm_start import load_prior
+
+
+KNOBS = {"-s:a": [str(v) for v in range(8)], "-s:b": [str(v) for v in range(8)],
+         "-s:c": ["1", "2", "3", "4"], "-s:d": ["off", "on"]}
+
+
+def latency(a: int, b: int, c: int, d: str, shift: float = 0.0) -> float:
+    """Smooth bowl with its optimum at a=5, b=2, c=3, d=on (shifted for another 'GPU')."""
+    return 1.0 + 0.08 * (a - 5 - shift) ** 2 + 0.1 * (b - 2) ** 2 + 0.2 * abs(c - 3) + (
+        0.0 if d == "on" else 0.5)
+
+
+def feasible(a: int, b: int, c: int, d: str) -> bool | None:
+    """``None``: infeasible (absent from the recording); ``False``: the build fails."""
+    if a + b > 7:
+        return None
+    return not (d == "on" and c == 4)
+
+
+def recording(shift: float = 0.0, scramble_except: set[str] | None = None) -> Recording:
+    """The space as a recording; ``scramble_except``: other routes get unrelated latencies."""
+    options = [{"option": k, "allowed_values": f"{k}=[{'|'.join(v)}]", "default_value": v[0],
+                "help": ""} for k, v in KNOBS.items()]
+    db = KnobDatabase.from_json({"tuner_version": "synthetic", "tuner_options": options})
+    text = " ".join(f"{k}=[{'|'.join(v)}]" for k, v in KNOBS.items())
+    records = []
+    for n, (a, b, c, d) in enumerate(itertools.product(*KNOBS.values())):
+        ok = feasible(int(a), int(b), int(c), d)
+        if ok is None:
+            continue
+        route = f"-s:a={a} -s:b={b} -s:c={c} -s:d={d}"
+        ms = latency(int(a), int(b), int(c), d, shift)
+        if scramble_except is not None and route not in scramble_except:
+            ms = 1.0 + (n * 7919 % 97) / 50.0
+        if ok:
+            stats = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms,
+                                 p99_ms=ms, cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
+            rec = CandidateRecord(number=n + 1, requested_route=route,
+                                  state=CandidateState.COMPLETE, latency=stats, samples_ms=(ms,))
+        else:
+            rec = CandidateRecord(number=n + 1, requested_route=route,
+                                  state=CandidateState.BUILD_FAILED, error="synthetic")
+        records.append(rec)
+    return Recording(source="synthetic", db=db, expression=Expression.parse(text, db),
+                     search="full", records=tuple(records),
+                     config={"expression": text, "space": "exhaustive"})
+
+
+@pytest.fixture(scope="module")
+def rec() -> Recording:
+    return recording()
+
+
+def failed_share(result) -> float:
+    return sum(s.state != "COMPLETE" for s in result.trace) / len(result.trace)
+
+
+def test_seeds_give_different_runs(rec):
+    runs = [simulate("bo", rec, 25, seed=s, budget_fraction=0.0) for s in range(3)]
+    sequences = {tuple(step.route for step in r.trace) for r in runs}
+    assert len(sequences) == 3
+    again = simulate("bo", rec, 25, seed=0, budget_fraction=0.0)
+    assert tuple(s.route for s in again.trace) == tuple(s.route for s in runs[0].trace)
+
+
+def test_learns_where_routes_fail(rec):
+    """Half the product is infeasible or fails: bo spends far fewer builds there."""
+    bo = [simulate("bo", rec, 60, seed=s, budget_fraction=0.0) for s in range(2)]
+    rnd = [simulate("random", rec, 60, seed=s) for s in range(2)]
+    assert max(failed_share(r) for r in bo) < 0.75 * min(failed_share(r) for r in rnd)
+    assert late_failed_share(bo) < 0.8 * min(failed_share(r) for r in rnd)
+
+
+def late_failed_share(runs) -> float:
+    """Share of failed builds in the second half of the model's proposals."""
+    steps = [s for r in runs for s in r.trace if s.info.get("phase") == "model"]
+    late = steps[len(steps) // 2 :]
+    return sum(s.state != "COMPLETE" for s in late) / len(late)
+
+
+def test_warm_start_prior_is_used_as_a_model(rec):
+    """The source (another 'GPU', optimum moved one step of a) is a prior, not a seed list:
+    the first proposals are the source's best routes, and the new optimum follows quickly."""
+    source = recording(shift=-1.0)
+    prior = load_prior([source], rec.expression)
+    assert len(prior) == len(source.records)
+    res = simulate("bo", rec, 12, seed=0, budget_fraction=0.0, prior=prior)
+    assert res.trace[1].route == source.optimum()[1].requested_route
+    assert res.found_optimum_fraction == pytest.approx(1.0)
+    cold = simulate("bo", rec, 12, seed=0, budget_fraction=0.0)
+    assert failed_share(res) < failed_share(cold)
+
+
+def test_the_harness_is_honest(rec):
+    """Proposals depend only on the results asked for: on a recording that agrees on the routes
+    the run asked for but not elsewhere, the same seed asks the same routes in the same order."""
+    first = simulate("bo", rec, 30, seed=3, budget_fraction=0.0)
+    asked = {s.route for s in first.trace}
+    other = recording(scramble_except=asked)
+    second = simulate("bo", other, 30, seed=3, budget_fraction=0.0)
+    assert [s.route for s in second.trace] == [s.route for s in first.trace]
+
+
+def test_options_are_checked_and_the_budget_ends_the_default_run(rec):
+    with pytest.raises(StrategyError, match="n_initial"):
+        get_strategy("bo", rec.expression, db=rec.db, n_initial=-1)
+    with pytest.raises(StrategyError, match="acquisition"):
+        get_strategy("bo", rec.expression, db=rec.db, acquisition="nope")
+    strategy = get_strategy("bo", rec.expression, db=rec.db)
+    one_offs = rec.expression.count("fast") - 1
+    assert strategy.opts["max_trials"] == max(one_offs, min(math.ceil(0.2 * 512), 4 * one_offs))
+
+
+def test_local_search_climbs_and_restarts(rec):
+    res = simulate("local", rec, 80, seed=1)
+    assert not res.duplicates
+    assert any(s.info.get("restart") for s in res.trace[2:])
+    assert res.found_optimum_fraction >= 0.9
