@@ -73,6 +73,11 @@ class DiffCommand(Command):
         "A delta within the profiles' run-to-run noise is marked and never named as a cause."
     )
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study if args.capture else None
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
         parser.add_argument("a", metavar="A", type=int, help="candidate number (e.g. 0, the default)")

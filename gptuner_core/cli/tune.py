@@ -194,6 +194,11 @@ class TuneCommand(Command):
     )
     value_options = ("--expr",)
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study if args.resume else None
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from gptuner_core.strategies import DEFAULT_STRATEGY
         from gptuner_core.strategies import describe_strategies

@@ -29,11 +29,12 @@ def launch(config: StudyConfig, study_dir: str | Path) -> int:
 
 
 def resume(study_dir: str | Path) -> int:
-    """Continue a study with its stored settings; the tuner's pid."""
+    """Continue a study with its stored settings; the tuner's pid. The page calls this only after
+    the user confirmed the code the study names (``widgets.confirm_code``), hence the flag."""
     from gptuner_core.engine.process.launch import config_argv
     from gptuner_core.engine.process.launch import launch_detached
 
-    return launch_detached(config_argv(study_dir, resume=True), study_dir)
+    return launch_detached([*config_argv(study_dir, resume=True), "--trust-study-code"], study_dir)
 
 
 def command(study_dir: str | Path, *, resume: bool = False) -> str:
@@ -41,7 +42,7 @@ def command(study_dir: str | Path, *, resume: bool = False) -> str:
     from gptuner_core.engine.process.launch import cli_command
     from gptuner_core.engine.process.launch import config_argv
 
-    return cli_command(config_argv(study_dir, resume=resume))
+    return cli_command([*config_argv(study_dir, resume=resume), *(["--trust-study-code"] if resume else [])])
 
 
 def request_stop(study_dir: str | Path) -> None:

@@ -49,8 +49,10 @@ class PairwiseJob:
 
 
 def revalidate_argv(study_dir: str | Path, a: int, b: int, max_rounds: int | None,
-                    folder: Path) -> list[str]:
+                    folder: Path, *, trusted: bool = False) -> list[str]:
     args = ["revalidate", str(study_dir), str(a), str(b), "--run-dir", str(folder)]
+    if trusted:  # the user confirmed the code the study names (the page asks first)
+        args.append("--trust-study-code")
     if max_rounds is not None:
         args += ["--max-rounds", str(max_rounds)]
     return [sys.executable, "-m", "gptuner_core", *args]
@@ -115,7 +117,8 @@ def latest_job(study_dir: str | Path, a: int, b: int) -> PairwiseJob | None:
     return None
 
 
-def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | None = None) -> PairwiseJob:
+def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | None = None,
+                    trusted: bool = False) -> PairwiseJob:
     """Check the pair (one :class:`ConfigError` line), start the comparison detached, return it."""
     if max_rounds is not None and max_rounds < 2:
         msg = f"the round budget must be an integer >= 2 (got {max_rounds})"
@@ -130,7 +133,7 @@ def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | 
                                             max_rounds=max_rounds or 0))
     with (folder / LOG).open("ab") as log:
         proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell string
-            revalidate_argv(study_dir, a, b, max_rounds, folder),
+            revalidate_argv(study_dir, a, b, max_rounds, folder, trusted=trusted),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )

@@ -267,18 +267,22 @@ class Tuner:
             strategy.tell(rec)
         sink = StoreSink(self, store, strategy, store.progress())
         lock = self._device_lock()
-        end = run_loop(
-            strategy=strategy, evaluator=evaluator, history=history,
-            key=lambda text: Route.parse(text).key(self.db),
-            budget=Budget(max_candidates=cfg.max_candidates, time_budget_s=cfg.time_budget_s,
-                          target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
-            sink=sink, space_size=self.expr.count("full"), search=cfg.search,
-            scale_out=cfg.scale_out(), device_lock=lock,
-        )
-        status, message = end.status, end.reason
-        winner = None
+        pending = store.get_meta("pending") or {}
+        winner = store.winner() if self.resume and pending.get("phase") == "output" else None
         output_error = ""
-        if status is not StudyStatus.FAILED:
+        if winner is not None:  # killed while writing --output: the verdict stands, finish that
+            status, message = StudyStatus.FINISHED, winner.message
+        else:
+            end = run_loop(
+                strategy=strategy, evaluator=evaluator, history=history,
+                key=lambda text: Route.parse(text).key(self.db),
+                budget=Budget(max_candidates=cfg.max_candidates, time_budget_s=cfg.time_budget_s,
+                              target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
+                sink=sink, space_size=self.expr.count("full"), search=cfg.search,
+                scale_out=cfg.scale_out(), device_lock=lock,
+            )
+            status, message = end.status, end.reason
+        if status is not StudyStatus.FAILED and winner is None:
             store.set_meta("pending", {"phase": "revalidation"})
             sink.report(history, "", "revalidation", None)
             left = cfg.time_budget_s - sink.elapsed_s() if cfg.time_budget_s is not None else None
@@ -290,17 +294,12 @@ class Tuner:
             if winner is not None:
                 store.set_winner(winner)
                 message = "; ".join(m for m in (message, winner.message) if m)
-                if cfg.output:
-                    try:
-                        write_output(cfg, store, winner, self.dir)
-                        from gptuner_core.bundle import write_bundle
-
-                        out = Path(cfg.output)
-                        write_bundle(self.dir, out.with_name(out.name + ".bundle"))
-                    except GptunerError as exc:
-                        output_error = str(exc)
-                        store.add_event("warning", {"output": output_error})
-                        message = f"{message}; {output_error}"
+        if status is not StudyStatus.FAILED:
+            if winner is not None and cfg.output:
+                store.set_meta("pending", {"phase": "output"})  # a kill here: --continue writes them
+                output_error = self._write_outputs(store, winner)
+                if output_error:
+                    message = f"{message}; {output_error}"
             store.set_meta("pending", None)
         if status is StudyStatus.FINISHED and self.ws.stop_requested():
             status = StudyStatus.STOPPED
@@ -315,6 +314,21 @@ class Tuner:
             message=message, output_error=output_error,
             warnings=(self.gate_warning,) if self.gate_warning else (),
         )
+
+
+    def _write_outputs(self, store: StudyStore, winner: Winner) -> str:
+        """``--output`` (the artifact and its sidecar) and ``--output``.bundle, each whole or not
+        at all; an existing bundle there is this study's own, replaced. The error, or ``""``."""
+        from gptuner_core.bundle import write_bundle
+
+        try:
+            write_output(self.config, store, winner, self.dir)
+            out = Path(str(self.config.output))
+            write_bundle(self.dir, out.with_name(out.name + ".bundle"), replace=True)
+        except GptunerError as exc:
+            store.add_event("warning", {"output": str(exc)})
+            return str(exc)
+        return ""
 
 
 __all__ = ["Progress", "TuneSummary", "Tuner"]
