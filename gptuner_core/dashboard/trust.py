@@ -23,19 +23,13 @@ from typing import Any
 from gptuner_core.storage.paths import UntrustedPathError  # noqa: F401 - re-exported
 from gptuner_core.storage.paths import confined
 from gptuner_core.storage.paths import inside
+from gptuner_core.storage.paths import is_path_option
 from gptuner_core.study_code import code_references  # noqa: F401 - the dashboard's name for it
 
 
 ROOT = Path(__file__).resolve().parents[2]
-PATH_SUFFIXES = ("_dir", "_path", "_file")
-
-
 def _inside(path: Path, root: Path) -> bool:
     return inside(path, root)
-
-
-def is_path_option(name: str) -> bool:
-    return name.endswith(PATH_SUFFIXES) or name == "cache_dir"
 
 
 def check_path_options(options: dict[str, Any], workspace: str | Path) -> list[str]:

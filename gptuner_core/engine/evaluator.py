@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
 
@@ -261,9 +261,12 @@ class IsolatedEvaluator:
 
     # -- re-measuring ----------------------------------------------------------------------
     def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
+        from gptuner_core.storage.paths import confined
+
         workdir = self.ctx.workspace.root / purpose
+        artifact = str(confined(record.artifact_path, self.ctx.workspace.root, what="artifact"))
         job = self.job(
-            record.requested_route, artifact=record.artifact_path,
+            record.requested_route, artifact=artifact,
             effective_route=record.effective_route, info=record.extra.get("info", {}),
             measure_scale=scale, task_metric=None, profile_runs=0,
         )

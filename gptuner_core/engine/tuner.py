@@ -95,6 +95,7 @@ class Tuner:
         resume: bool = False,
         force: bool = False,
         progress: Callable[[Progress], None] | None = None,
+        outputs_only: bool = False,
     ) -> None:
         self.config = config
         self.ws = StudyWorkspace(study_dir)
@@ -102,6 +103,7 @@ class Tuner:
         self.resume = resume
         self.force = force
         self.progress_cb = progress
+        self.outputs_only = outputs_only  # a finished study: write --output from its verdict only
         self.gate_warning = ""
         self.feeds: list = []  # (label, arrays) per --measure-shapes profile, for a new study
 
@@ -268,7 +270,8 @@ class Tuner:
         sink = StoreSink(self, store, strategy, store.progress())
         lock = self._device_lock()
         pending = store.get_meta("pending") or {}
-        winner = store.winner() if self.resume and pending.get("phase") == "output" else None
+        again = pending.get("phase") == "output" or self.outputs_only
+        winner = store.winner() if self.resume and again else None
         output_error = ""
         if winner is not None:  # killed while writing --output: the verdict stands, finish that
             status, message = StudyStatus.FINISHED, winner.message

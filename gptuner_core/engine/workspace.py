@@ -143,7 +143,7 @@ class StudyWorkspace:
     def prepare_creation(self) -> Path:
         """A clean staging folder for the store of a new study (removes one left by a kill)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self.discard_partial()
+        self.discard_creation_leftovers()
         self.creating.mkdir()
         return self.creating
 
@@ -175,6 +175,24 @@ class StudyWorkspace:
             for suffix in ("", "-wal", "-shm", ".lock"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(f"{self.store}{suffix}").unlink()
+
+    def discard_creation_leftovers(self) -> str:
+        """Remove what a creation killed before ``study.json`` left (its temporary file, a
+        staging folder) when no live tuner owns it; what was removed, as text (``""``: none)."""
+        from gptuner_core.engine.process.processes import pid_alive
+
+        gone = []
+        if self.root.is_dir():
+            for p in self.root.glob(f".{CONFIG}.tmp-*"):
+                pid = p.name.rsplit("-", 1)[-1]
+                if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+                    with contextlib.suppress(OSError):
+                        p.unlink()
+                        gone.append(p.name)
+            staged = [p.name for p in self.root.glob(f"{CREATING}-*")]
+            self.discard_partial()
+            gone += [n for n in staged if not (self.root / n).exists()]
+        return ", ".join(gone)
 
     # -- stop requests ---------------------------------------------------------------------
     def request_stop(self) -> None:

@@ -53,6 +53,14 @@ class StudyPaths:
         return path
 
 
+PATH_SUFFIXES = ("_dir", "_path", "_file")
+
+
+def is_path_option(name: str) -> bool:
+    """A backend option naming a file or folder (``cache_dir``, ``timing_cache_path``...)."""
+    return name.endswith(PATH_SUFFIXES) or name == "cache_dir"
+
+
 class UntrustedPathError(GptunerError, PermissionError):
     """A path named by a study or an option lies outside the folder it must stay in."""
 
