@@ -8,8 +8,8 @@ it may not change.
   says *now*: the stored ``output`` is used only when ``--output`` names it again, and a stored
   path option (``cache_dir``, ``*_path``...) outside the study folder only when
   ``--backend-option KEY=VALUE`` restates it (a folder from elsewhere never directs a write).
-* A finished study is not re-run: :func:`finished_message` says so (exit 0); ``--extend`` runs it
-  further.
+* A finished study is not re-run: :func:`finished_message` says so (exit 0); ``--extend`` (or a
+  budget given now) runs it further.
 """
 
 from __future__ import annotations
@@ -133,9 +133,9 @@ def finished_message(study: Path) -> str | None:
         winner = store.winner()
         count = len(store.candidates())
     verdict = winner.message if winner is not None else "no verdict"
-    return (f"study '{study}' is finished ({count} candidates; {verdict}): nothing re-run. To search "
-            "further, pass --extend with a larger --max-candidates or --time-budget (re-validation "
-            "then runs again and replaces the verdict); --output DIR writes the stored winner there")
+    return (f"study '{study}' is finished ({count} candidates; {verdict}): nothing re-run. To run it "
+            "further, pass --extend or a larger --max-candidates/--time-budget (re-validation then runs "
+            "again and replaces the verdict); --output PATH writes the stored winner there")
 
 
 __all__ = ["SETTINGS", "changed_settings", "check_unchanged", "finished_message", "outputs_now"]

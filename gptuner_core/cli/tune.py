@@ -213,9 +213,10 @@ class TuneCommand(Command):
         parser.add_argument("--force", action="store_true",
                             help="continue even if model/software/device changed (recorded)")
         parser.add_argument("--extend", action="store_true",
-                            help="with --continue: run a finished study further (give a larger "
-                            "--max-candidates or --time-budget; re-validation runs again and replaces "
-                            "the verdict). Without it, --continue on a finished study re-runs nothing")
+                            help="with --continue: run a finished study further (re-validation runs "
+                            "again and replaces the verdict; a --max-candidates or --time-budget given "
+                            "with --continue asks the same). Without either, --continue on a finished "
+                            "study re-runs nothing")
         parser.add_argument("--backend", help="backend name (default: tensorrt if available, else onnxruntime)")
         parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE")
         parser.add_argument("--expr", help="tunable expression, e.g. '-k=[a|b] -other=v'")
@@ -303,7 +304,9 @@ class TuneCommand(Command):
             from gptuner_core.cli.resume import finished_message
 
             config = resume_config(study, args, getattr(self, "defaults", {}))
-            done = None if args.extend else finished_message(study)
+            # a budget given now (--max-candidates, --time-budget) asks to run further, as --extend does
+            extend = args.extend or args.max_candidates is not None or bool(args.time_budget)
+            done = None if extend else finished_message(study)
             if done and not config.output:
                 print(done)
                 return 0

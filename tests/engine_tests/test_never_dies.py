@@ -181,7 +181,7 @@ class TestStudyFiles:
         capsys.readouterr()
         (study / "inputs.npz").unlink()
         np.savez(ds, x=np.zeros((8, 16), np.float32))  # the dataset changed meanwhile
-        assert main(["tune", "--study", str(study), "--continue", "--quiet"]) == 2
+        assert main(["tune", "--study", str(study), "--continue", "--extend", "--quiet"]) == 2
         assert "no longer reproduces them" in _one_line_error(capsys)
 
     def test_a_drift_point_cut_short_is_redone(self):
