@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +47,13 @@ SETTINGS: dict[str, tuple[str, str]] = {
 }
 
 
-def _given(dest: str, value: Any, stored: dict[str, Any]) -> Any:
-    """The command-line value in the stored configuration's form."""
-    from gptuner_core.cli.tune import parse_epsilons
-    from gptuner_core.cli.tune import parse_kv
+#: the command line's own parsers (``cli.tune``'s ``parse_kv``, ``parse_epsilons``), passed in
+Parsers = tuple[Callable[..., dict[str, Any]], Callable[..., tuple[Any, dict[str, float]]]]
 
+
+def _given(dest: str, value: Any, stored: Any, parsers: Parsers) -> Any:
+    """The command-line value in the stored configuration's form."""
+    parse_kv, parse_epsilons = parsers
     if dest in ("model", "dataset", "calibration"):
         return str(Path(value).resolve()) if Path(str(value)).exists() else value
     if dest == "expr_file":
@@ -70,14 +73,15 @@ def _given(dest: str, value: Any, stored: dict[str, Any]) -> Any:
     return value
 
 
-def changed_settings(args: argparse.Namespace, defaults: dict[str, Any], stored: dict[str, Any]) -> list[str]:
+def changed_settings(args: argparse.Namespace, defaults: dict[str, Any], stored: dict[str, Any],
+                     parsers: Parsers) -> list[str]:
     """One ``FLAG (stored X, given Y)`` per setting given with ``--continue`` that differs."""
     out = []
     for dest, (flag, field) in SETTINGS.items():
         value = getattr(args, dest, None)
         if value is None or value == defaults.get(dest):
             continue
-        given = _given(dest, value, stored.get(field))
+        given = _given(dest, value, stored.get(field), parsers)
         have = stored.get(field)
         if isinstance(have, tuple):
             have = list(have)
@@ -86,22 +90,22 @@ def changed_settings(args: argparse.Namespace, defaults: dict[str, Any], stored:
     return out
 
 
-def check_unchanged(args: argparse.Namespace, defaults: dict[str, Any], stored: dict[str, Any], study: Path) -> None:
-    diffs = changed_settings(args, defaults, stored)
+def check_unchanged(args: argparse.Namespace, defaults: dict[str, Any], stored: dict[str, Any], study: Path,
+                    parsers: Parsers) -> None:
+    diffs = changed_settings(args, defaults, stored, parsers)
     if diffs:
         msg = (f"--continue takes the settings stored in '{study}'; these differ: {'; '.join(diffs)} "
                "(drop them, or start a new --study for new settings)")
         raise UsageError(msg)
 
 
-def outputs_now(args: argparse.Namespace, stored: dict[str, Any], study: Path) -> dict[str, Any]:
+def outputs_now(args: argparse.Namespace, stored: dict[str, Any], study: Path, parsers: Parsers) -> dict[str, Any]:
     """The output settings of this run: ``--output`` as given now (never the stored one), stored
     path options outside the study folder only when restated with ``--backend-option``."""
-    from gptuner_core.cli.tune import parse_kv
     from gptuner_core.storage.paths import inside
     from gptuner_core.storage.paths import is_path_option
 
-    given = parse_kv(getattr(args, "backend_option", None), "--backend-option")
+    given = parsers[0](getattr(args, "backend_option", None), "--backend-option")
     options = dict(stored.get("backend_options") or {})
     for key, value in options.items():
         if not is_path_option(key) or value in (None, ""):

@@ -378,8 +378,9 @@ def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None =
                     "run the tune command that created it again") if left else f"expected {ws.store}"
             msg = f"nothing to continue: no study in '{study}' ({what})"
             raise StoreError(msg)
-    check_unchanged(args, defaults or {}, data, ws.root)
-    config = StudyConfig.from_json({**data, **outputs_now(args, data, ws.root)})
+    parsers = (parse_kv, parse_epsilons)
+    check_unchanged(args, defaults or {}, data, ws.root, parsers)
+    config = StudyConfig.from_json({**data, **outputs_now(args, data, ws.root, parsers)})
     overrides: dict[str, Any] = {}
     if args.max_candidates is not None:
         overrides["max_candidates"] = args.max_candidates
