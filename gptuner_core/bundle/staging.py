@@ -24,12 +24,6 @@ BUNDLE_NAMES = frozenset({
 TEMP = re.compile(r"^\..+\.tmp-\d+$")
 
 
-def _pid_alive(pid: int) -> bool:
-    from gptuner_core.engine.process.processes import pid_alive
-
-    return pid == os.getpid() or pid_alive(pid)
-
-
 def is_partial_bundle(folder: Path) -> bool:
     """A folder a bundle writer started and never finished: no manifest, only bundle entries."""
     if not folder.is_dir() or folder.is_symlink() or (folder / MANIFEST).exists():
@@ -40,14 +34,9 @@ def is_partial_bundle(folder: Path) -> bool:
 
 def discard_leftovers(out: Path) -> None:
     """Remove the staging siblings of ``out`` left by a killed writer (never a live one's)."""
-    for staged in out.parent.glob(f".{out.name}.partial-*"):
-        pid = staged.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
-            shutil.rmtree(staged, ignore_errors=True)
-    for old in out.parent.glob(f".{out.name}.old-*"):
-        pid = old.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
+    from gptuner_core.engine.workspace import discard_stale_siblings
+
+    discard_stale_siblings(out)
 
 
 def prepare(out: Path, *, replace: bool = False) -> Path:

@@ -44,7 +44,11 @@ def copy_artifact(backend: str, options: dict, rec: CandidateRecord, dst: Path, 
         if not any(inside(file, root) for root in allowed):
             msg = f"artifact file '{file}' is outside the study folder '{allowed[0]}': not copied"
             raise UntrustedPathError(msg)
+    from gptuner_core.engine.workspace import discard_stale_siblings
+
     dst.parent.mkdir(parents=True, exist_ok=True)
+    discard_stale_siblings(dst)  # a copy (or its sidecar) a kill cut short
+    discard_stale_siblings(dst.with_name(dst.name + ".json"))
     tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
     _remove(tmp)
     try:

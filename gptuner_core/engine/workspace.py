@@ -250,6 +250,27 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def discard_stale_siblings(path: Path) -> list[str]:
+    """Remove what killed writers left beside ``path``: ``.NAME.tmp-PID`` (``write_atomic``, the
+    ``--output`` copy), ``.NAME.partial-PID`` / ``.NAME.old-PID`` (bundles) whose PID is gone."""
+    from gptuner_core.engine.process.processes import pid_alive
+
+    gone = []
+    for p in path.parent.glob(f".{path.name}.*-*"):
+        stem, _, pid = p.name.rpartition("-")
+        if stem.rsplit(".", 1)[-1] not in ("tmp", "partial", "old") or not pid.isdigit():
+            continue
+        if int(pid) == os.getpid() or pid_alive(int(pid)):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        gone.append(p.name)
+    return gone
+
+
 def save_npz_atomic(path: Path, arrays: dict[str, np.ndarray], *, compressed: bool = False) -> None:
     buf = io.BytesIO()
     (np.savez_compressed if compressed else np.savez)(buf, **arrays)
