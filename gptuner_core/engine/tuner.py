@@ -201,7 +201,7 @@ class Tuner:
         device = measuring_device(self.config)
         return None if device is None else DeviceLock(measuring_devices(device), study=str(self.dir))
 
-    def _evaluator(self, inputs: object) -> Evaluator:
+    def _evaluator(self, inputs: object, *, prestart: bool = True) -> Evaluator:
         ctx = StudyContext(config=self.config, workspace=self.ws, inputs=inputs)  # type: ignore[arg-type]
         if self.config.backend == "replay":
             from gptuner_core.engine.recorded import RecordedEvaluator
@@ -209,10 +209,11 @@ class Tuner:
 
             source = self.config.backend_options.get("recording") or self.config.model
             return RecordedEvaluator(load_recording(source))
-        from gptuner_core.engine.process.isolation import prestart
+        from gptuner_core.engine.process.isolation import prestart as start_launcher
 
         evaluator = IsolatedEvaluator(ctx)
-        prestart(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
+        if prestart:
+            start_launcher(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
         return evaluator
 
     def _strategy(self, store: StudyStore) -> Strategy:
@@ -259,7 +260,10 @@ class Tuner:
             store.add_event("warning", {"gate": self.gate_warning})
         inputs = open_inputs(self.ws, cfg, self.specs, store.get_meta("inputs_sha256"),
                              store.get_meta("batch_axes"))
-        evaluator = self._evaluator(inputs)
+        pending = store.get_meta("pending") or {}
+        again = pending.get("phase") == "output" or self.outputs_only
+        winner = store.winner() if self.resume and again else None  # only the outputs are left
+        evaluator = self._evaluator(inputs, prestart=winner is None)
         strategy = self._strategy(store)
         history = store.candidates(with_samples=False)
         if history:
@@ -269,9 +273,6 @@ class Tuner:
             strategy.tell(rec)
         sink = StoreSink(self, store, strategy, store.progress())
         lock = self._device_lock()
-        pending = store.get_meta("pending") or {}
-        again = pending.get("phase") == "output" or self.outputs_only
-        winner = store.winner() if self.resume and again else None
         output_error = ""
         if winner is not None:  # killed while writing --output: the verdict stands, finish that
             status, message = StudyStatus.FINISHED, winner.message

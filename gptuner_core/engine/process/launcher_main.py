@@ -116,14 +116,36 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
         sock.send(json.dumps(message).encode())
 
 
+def _preload(names: list[str], parent_pid: int) -> None:
+    """Import ``names``; a caller killed meanwhile (imports take seconds on a busy machine) ends
+    the launcher at once, not after them: a watcher thread, joined before the first fork (a fork
+    needs exactly one thread)."""
+    import threading
+
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            if os.getppid() != parent_pid:
+                os._exit(0)
+
+    watcher = threading.Thread(target=watch, name="gptuner-launcher-watch", daemon=True)
+    watcher.start()
+    try:
+        for name in names:
+            with contextlib.suppress(Exception):  # a child imports what the launcher could not
+                importlib.import_module(name)
+    finally:
+        done.set()
+        watcher.join()
+
+
 def serve(config: dict[str, Any]) -> None:
     """Main loop of the launcher process (started by :class:`Launcher`)."""
     sigint = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the candidate, not the launcher
     ctrl = socket.socket(fileno=int(config["fd"]))
-    for name in config["preload"]:
-        with contextlib.suppress(Exception):  # a child imports what the launcher could not
-            importlib.import_module(name)
+    _preload(config["preload"], int(config["parent_pid"]))
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
