@@ -91,8 +91,13 @@ def stop_requested(study_dir: str | Path) -> bool:
 
 
 def tail(path: str | Path, max_bytes: int = 20_000) -> str:
-    """The end of a text file (``""`` when missing)."""
+    """The end of a text file (``""`` when missing, or a link out of its folder: a study's log
+    is shown only from inside the study, ``storage.paths.confined``)."""
+    from gptuner_core.storage.paths import inside
+
     p = Path(path)
+    if not inside(p, p.absolute().parent):
+        return ""
     try:
         with p.open("rb") as fh:
             fh.seek(0, 2)

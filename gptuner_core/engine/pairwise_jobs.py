@@ -76,6 +76,10 @@ def _pair_runs(study_dir: str | Path, a: int, b: int) -> list[Path]:
 
 
 def _tail(path: Path, max_bytes: int = 8000) -> str:
+    from gptuner_core.storage.paths import inside
+
+    if not inside(path, path.parent):  # a link out of the study folder is never read
+        return ""
     try:
         with path.open("rb") as fh:
             fh.seek(0, 2)
@@ -86,7 +90,11 @@ def _tail(path: Path, max_bytes: int = 8000) -> str:
 
 
 def read_job(folder: Path) -> PairwiseJob | None:
-    """The run in ``folder`` (``None`` when it holds no state)."""
+    """The run in ``folder`` (``None`` when it holds no state, or only links out of it)."""
+    from gptuner_core.storage.paths import inside
+
+    if not all(inside(folder / name, folder) for name in (STATE, PID)):
+        return None
     try:
         progress = PairwiseProgress.from_json(json.loads((folder / STATE).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):

@@ -179,8 +179,10 @@ def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> 
         msg = (f"candidate #{number} has no artifact to profile (state {rec.state.value}, "
                f"artifact {rec.artifact_path or 'none'}; expected a built candidate)")
         raise ProfileError(msg)
+    from gptuner_core.storage.paths import confined
+
     try:
-        job = json.loads((folder / "job.json").read_text())
+        job = json.loads(confined(folder / "job.json", study_dir, what="job.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
         msg = f"candidate #{number}: cannot read {folder / 'job.json'} ({exc})"
         raise ProfileError(msg) from None

@@ -88,3 +88,17 @@ def test_resume_never_writes_to_a_stored_output_outside_the_workspace(tmp_path: 
     assert not at.exception, at.exception
     assert any("outside the workspace" in e.value for e in at.error), [e.value for e in at.error]
     assert not (study / "tuner.pid").exists() and not foreign.exists()
+
+
+def test_pages_show_no_file_linked_out_of_the_folder(tmp_path: Path, monkeypatch) -> None:
+    """The tuner log (Live, Overview) and the notes sidecar (Results) are read only from inside
+    the study folder: a symlink out of it shows nothing of its target."""
+    ws = tmp_path / "ws"
+    study = write_synthetic_study(ws / "copied", 6, seed=3, status="stopped")
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"study": "TOP-SECRET-TOKEN", "notes": {"1": "TOP-SECRET-TOKEN"}}\nTOP-SECRET-TOKEN\n')
+    (study / "tuner.log").symlink_to(secret)
+    (study / "notes.json").symlink_to(secret)
+    for page in ("pages/3_Live.py", "pages/4_Results.py", "pages/0_Overview.py"):
+        at = _page(ws, monkeypatch, page, **{state.STUDY: "copied"})
+        assert "TOP-SECRET-TOKEN" not in _everything(at), page
