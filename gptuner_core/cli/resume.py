@@ -116,9 +116,10 @@ def outputs_now(args: argparse.Namespace, stored: dict[str, Any], study: Path, p
         msg = (f"study '{study}' stores backend option {key}='{value}', outside its folder: --continue "
                f"writes only where you say now (pass --backend-option {key}={value} to use it)")
         raise UsageError(msg)
-    for key in given:
-        if key not in options or not is_path_option(key):
-            msg = f"--backend-option {key}: --continue takes the stored backend options (only a stored path may be restated)"
+    for key, value in given.items():
+        if key not in options or (not is_path_option(key) and options[key] != value):
+            msg = (f"--backend-option {key}: --continue takes the stored backend options (stored "
+                   f"{options.get(key)!r}, given {value!r}; a stored path may be restated)")
             raise UsageError(msg)
     output = str(Path(args.output).resolve()) if getattr(args, "output", None) else None
     return {"output": output, "backend_options": {**options, **given}}
