@@ -90,6 +90,19 @@ def output_of(study: Path) -> Path:
     return study.parent / f"{study.name}.out"
 
 
+def writing(aim: str, study: Path) -> bool:
+    """The tuner is writing the ``--output`` artifact (``output``) or its bundle (``bundle``): a
+    temporary sibling exists, or the destination itself without what is written last (a writer
+    that writes in place)."""
+    out = output_of(study)
+    if any(study.parent.glob(FILE_AIMS[aim].format(out=out.name))):
+        return True
+    if aim == "output":
+        return out.exists() and not out.with_name(out.name + ".json").exists()
+    bundle = out.with_name(out.name + ".bundle")
+    return bundle.is_dir() and not (bundle / "manifest.json").exists()
+
+
 def tune_argv(study: Path, *, resume: bool, expr: str) -> list[str]:
     argv = [sys.executable, "-m", "gptuner_core", "tune", "--study", str(study), "--quiet",
             "--output", str(output_of(study))]  # given again on --continue: outputs go where said now
@@ -195,8 +208,8 @@ def observed_phase(study: Path, since: float, resume: bool) -> str:
     """What the tuner was doing: the newest entry since the launch under the phase folders."""
     if not (study / STORE_FILENAME).exists():
         return "before-creation"
-    for aim, pattern in FILE_AIMS.items():  # writing --output (the artifact, then its bundle)
-        if any(study.parent.glob(pattern.format(out=output_of(study).name))):
+    for aim in FILE_AIMS:  # writing --output (the artifact, then its bundle)
+        if writing(aim, study):
             return aim
     best = (since, "resume" if resume else "creation")
     for sub, phase in (("candidates", "candidate"), ("baselines", "drift"), ("revalidation", "revalidation")):
@@ -223,7 +236,7 @@ def armed(aim: str, study: Path, since: float, state: dict[str, Any]) -> bool:
     if aim == "config":
         return study.exists()
     if aim in FILE_AIMS:
-        return any(study.parent.glob(FILE_AIMS[aim].format(out=output_of(study).name)))
+        return writing(aim, study)
     if folder is None:
         return True
     with contextlib.suppress(OSError):
