@@ -4,14 +4,19 @@ Each study is a real ``python -m gptuner_core tune`` subprocess (ONNX Runtime, t
 children, SQLite), killed (SIGKILL to the tuner) when an *aim* fires: ``creation`` (just after
 ``study.sqlite`` appears), ``early``/``random`` (a random instant after the launch), ``candidate``/
 ``drift``/``revalidation`` (a random instant after a new entry in ``candidates/``, ``baselines/`` or
-``revalidation/``, or a ``progress`` phase naming it), then resumed (``tune --continue`` when the
+``revalidation/``, or a ``progress`` phase naming it), ``config`` (within 5 ms of the study folder
+appearing: ``study.json`` and the inputs being written), ``output``/``bundle`` (while the
+``--output`` artifact or its ``.bundle`` is being written), then resumed (``tune --continue`` when the
 folder holds an initialised study, a fresh ``tune`` otherwise, the other if the first refuses)
 until it finishes. Checked after every kill and study, against an uninterrupted control study:
 lost (a candidate committed as finished is missing or changed later), dup (a number or route
 twice), unusable (a folder neither ``--continue`` nor ``tune`` accepts), orphans (a process with
 the harness's marker in its environment, or naming the folder, alive ``--grace`` s after a kill),
 stale (``gptuner show`` says "running" with no tuner alive), drift (a control baseline never
-redone), reval (no re-validation/winner), finished (status ``finished`` with every candidate).
+redone), reval (no re-validation/winner), output (finished without the ``--output`` artifact and a
+bundle that verifies, or a partial one left), finished (status ``finished`` with every candidate).
+After each finished study, ``gptuner export STUDY --trtexec-cache F`` is killed too (``export``):
+``F`` must then be absent or whole, and the same command run again must write it.
 Talks only to the CLI and ``gptuner_core.storage``, never to the engine.
 
 Usage: .venv/bin/python benchmarks/kill_harness.py [--kills 50] [--seed 0] [--keep] [--report F]
@@ -53,9 +58,13 @@ AIMS = {
     "creation": (None, None, (0.0, 0.5)), "early": (None, None, (0.0, 3.0)), "random": (None, None, (0.0, 12.0)),
     "candidate": ("candidates", None, (0.0, 1.0)), "drift": ("baselines", "drift", (0.0, 0.8)),
     "revalidation": ("revalidation", "revalid", (0.0, 2.5)),
+    "config": (None, None, (0.0, 0.005)), "output": (None, None, (0.0, 0.05)), "bundle": (None, None, (0.0, 0.4)),
 }
-COLUMNS = ("kills", "before", "after", "lost", "dup", "unusable", "orphans", "stale", "drift", "reval", "finished")
-FAULTS = COLUMNS[3:10]
+#: aims armed by a file appearing (polled every 2 ms): glob patterns under the study's parent
+FILE_AIMS = {"output": ".{out}.tmp-*", "bundle": ".{out}.bundle.partial-*"}
+COLUMNS = ("kills", "before", "after", "lost", "dup", "unusable", "orphans", "stale", "drift", "reval", "output",
+           "finished")
+FAULTS = COLUMNS[3:11]
 
 
 @dataclass(kw_only=True)
@@ -76,8 +85,27 @@ class Study:
 
 
 # -- processes ---------------------------------------------------------------------------------
+def output_of(study: Path) -> Path:
+    """Where a study's ``--output`` artifact goes (its bundle: the same name + ``.bundle``)."""
+    return study.parent / f"{study.name}.out"
+
+
+def writing(aim: str, study: Path) -> bool:
+    """The tuner is writing the ``--output`` artifact (``output``) or its bundle (``bundle``): a
+    temporary sibling exists, or the destination itself without what is written last (a writer
+    that writes in place)."""
+    out = output_of(study)
+    if any(study.parent.glob(FILE_AIMS[aim].format(out=out.name))):
+        return True
+    if aim == "output":
+        return out.exists() and not out.with_name(out.name + ".json").exists()
+    bundle = out.with_name(out.name + ".bundle")
+    return bundle.is_dir() and not (bundle / "manifest.json").exists()
+
+
 def tune_argv(study: Path, *, resume: bool, expr: str) -> list[str]:
-    argv = [sys.executable, "-m", "gptuner_core", "tune", "--study", str(study), "--quiet"]
+    argv = [sys.executable, "-m", "gptuner_core", "tune", "--study", str(study), "--quiet",
+            "--output", str(output_of(study))]  # given again on --continue: outputs go where said now
     if resume:
         return [*argv, "--continue"]
     argv += [str(ROOT / "assets/mlp_digits.onnx"), "--dataset", str(ROOT / "assets/mlp_digits_eval.npz"),
@@ -180,6 +208,9 @@ def observed_phase(study: Path, since: float, resume: bool) -> str:
     """What the tuner was doing: the newest entry since the launch under the phase folders."""
     if not (study / STORE_FILENAME).exists():
         return "before-creation"
+    for aim in FILE_AIMS:  # writing --output (the artifact, then its bundle)
+        if writing(aim, study):
+            return aim
     best = (since, "resume" if resume else "creation")
     for sub, phase in (("candidates", "candidate"), ("baselines", "drift"), ("revalidation", "revalidation")):
         with contextlib.suppress(OSError):
@@ -202,6 +233,10 @@ def armed(aim: str, study: Path, since: float, state: dict[str, Any]) -> bool:
     folder, word, _ = AIMS[aim]
     if aim == "creation":
         return (study / STORE_FILENAME).exists()
+    if aim == "config":
+        return study.exists()
+    if aim in FILE_AIMS:
+        return writing(aim, study)
     if folder is None:
         return True
     with contextlib.suppress(OSError):
@@ -248,7 +283,7 @@ def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, e
             proc.wait()
             return {"killed": True, "aim": aim, "phase": phase, "after_s": round(now - t0, 3),
                     "resume": resume, "log": str(log)}
-        time.sleep(0.002 if aim == "creation" else 0.02)
+        time.sleep(0.002 if aim in ("creation", "config", *FILE_AIMS) else 0.02)
     return {"killed": False, "rc": proc.returncode, "resume": resume, "message": tail(log), "log": str(log)}
 
 
@@ -257,7 +292,9 @@ def plan_aims(rng: random.Random) -> list[str]:
     """Kills in time order: start-up, then candidates and drift, then re-validation."""
     middle = ["drift"] * rng.choice([1, 2]) + rng.sample(["candidate", "random", "early"], k=rng.choice([0, 1, 2]))
     rng.shuffle(middle)
-    return ["creation" if rng.random() < 0.7 else "early", *middle, *["revalidation"] * rng.choice([1, 2])]
+    start = rng.choices(["creation", "config", "early"], [4, 3, 3])[0]
+    end = rng.sample(["output", "bundle", "bundle"], k=rng.choice([1, 2]))
+    return [start, *middle, *["revalidation"] * rng.choice([0, 1]), *end]
 
 
 def check_committed(study: Study, info: dict[str, Any], when: str) -> None:
@@ -352,9 +389,68 @@ def run_study(study: Study, aims: list[str], control: dict[str, Any], budget: in
         study.fail("drift", len(missing) + len(twice), f"drift: {what} (control has {control['baselines']}; "
                    f"{cut} kill(s) during drift; baselines/ holds "
                    f"{sorted(p.name for p in (study.dir / 'baselines').glob('*'))})")
+    check_output(study)
+    export_kills(study, rng=kw["rng"], token=kw["token"], grace=kw["grace"], logs=kw["logs"])
     if control["revalidations"] and (not info.get("revalidations") or info.get("winner") is None):
         study.fail("reval", 1, f"re-validation: finished without a re-validation event or a winner "
                    f"({info.get('revalidations')} events, winner {info.get('winner')!r})")
+
+
+def check_output(study: Study) -> None:
+    """The finished study's ``--output`` artifact is there, and its bundle verifies, with no
+    partial bundle or temporary file left beside them."""
+    from gptuner_core.bundle import load_bundle
+
+    out = output_of(study.dir)
+    bundle = out.with_name(out.name + ".bundle")
+    problems = []
+    if not out.exists() or not out.with_name(out.name + ".json").is_file():
+        problems.append(f"no --output artifact (or its .json) at {out}")
+    try:
+        load_bundle(bundle)
+    except Exception as exc:  # noqa: BLE001 - the finding
+        problems.append(f"bundle {bundle} does not verify: {exc}")
+    left = [p.name for p in study.dir.parent.glob(f".{out.name}*")]
+    if left:
+        problems.append(f"left beside the output: {left}")
+    if problems:
+        study.fail("output", 1, "output: " + "; ".join(problems))
+
+
+def export_argv(study: Path) -> list[str]:
+    cache = study.parent / f"{study.name}.cache.jsonl"
+    return [sys.executable, "-m", "gptuner_core", "export", str(study), "--trtexec-cache", str(cache)]
+
+
+def export_kills(study: Study, *, rng: random.Random, token: str, grace: float, logs: Path) -> None:
+    """Kill ``gptuner export`` at a random instant (1-2 times): the cache file is then absent or
+    whole; the same command run again writes it (else the study counts as ``unusable``)."""
+    from gptuner_core.interop.trtexec_cache import read_tuning_cache
+
+    cache = study.dir.parent / f"{study.name}.cache.jsonl"
+    for _ in range(rng.choice([1, 2])):
+        log = logs / f"{study.name}_export_{len(study.kills):02d}.log"
+        with log.open("w") as fh:
+            proc = subprocess.Popen(export_argv(study.dir), stdout=fh, stderr=fh, env=environment(token),
+                                    start_new_session=True)
+        t0 = time.monotonic()
+        time.sleep(rng.uniform(0.2, 2.5))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        study.kills.append({"killed": True, "aim": "export", "phase": "export", "resume": False,
+                            "after_s": round(time.monotonic() - t0, 3), "committed": len(study.committed),
+                            "orphans": [], "log": str(log)})
+        wait_orphans(token, study.dir, grace)
+        if cache.exists():
+            try:
+                read_tuning_cache(cache)
+            except Exception as exc:  # noqa: BLE001 - the finding
+                study.fail("unusable", 1, f"export: a killed export left a torn cache {cache}: {exc}")
+    again = subprocess.run(export_argv(study.dir), capture_output=True, text=True, env=environment(token),
+                           timeout=300, check=False)
+    if again.returncode != 0 or not cache.is_file():
+        study.fail("unusable", 1, f"export: run again after a kill, exit {again.returncode}: {again.stderr.strip()[-300:]}")
 
 
 # -- the whole run -----------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from gptuner_core.engine import pairwise
 from gptuner_core.engine import pairwise_jobs
 from gptuner_core.errors import GptunerError
 from gptuner_core.records.confidence import percent
+from gptuner_core.study_code import code_references
+from gptuner_core.study_code import stored_config
 from gptuner_core.views import compare as cmp_views
 from gptuner_core.views.picker import MAX_OPTIONS
 from gptuner_core.views.picker import candidate_choices
@@ -136,12 +138,18 @@ if busy and not first.running:
     st.warning(busy)
 if st.button(f"Re-validate #{cand} vs #{ref}", key="cmp_reval", disabled=first.running,
              help=pairwise_jobs.command(study, ref, cand, rounds)):
-    try:
-        pairwise_jobs.launch_pairwise(study, ref, cand, max_rounds=rounds)
-    except GptunerError as exc:
-        st.error(f"Could not start the comparison: {exc}")
-    else:
-        st.rerun()
+    st.session_state["cmp_reval_ask"] = (study.name, ref, cand)
+if st.session_state.get("cmp_reval_ask") == (study.name, ref, cand):
+    # the comparison builds and runs the study's routes: code the study names runs only when confirmed
+    if widgets.confirm_code(code_references(stored_config(study) or {}, study=study), key="cmp_reval_confirm",
+                            action=f"re-validate #{cand} vs #{ref}"):
+        st.session_state["cmp_reval_ask"] = None
+        try:
+            pairwise_jobs.launch_pairwise(study, ref, cand, max_rounds=rounds, trusted=True)
+        except GptunerError as exc:
+            st.error(f"Could not start the comparison: {exc}")
+        else:
+            st.rerun()
 st.caption(f"Same as `{pairwise_jobs.command(study.name, ref, cand, rounds)}` (runs in the background; "
            "leaving the page does not stop it).")
 

@@ -31,17 +31,25 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
+def _usable(rec: CandidateRecord | None, study: Path) -> bool:
+    """The record's artifact exists inside the study (a stored path is never followed out)."""
+    from gptuner_core.storage.paths import confined_or_none
+
+    path = confined_or_none(rec.artifact_path, study) if rec is not None else None
+    return path is not None and path.exists()
+
+
 def _recommended(store: StudyStore, study: Path) -> tuple[CandidateRecord, str]:
     """The winner's record (the default route when there is no winner or its artifact is gone)."""
     winner = store.winner()
     number = winner.number if winner is not None else 0
     note = "" if winner is not None else "the study has no verdict yet: the default route is bundled"
     rec = store.candidate(number)
-    if rec is None or not rec.artifact_path or not Path(rec.artifact_path).exists():
+    if not _usable(rec, study):
         if number != 0:
             note = f"candidate #{number}'s artifact is gone: the default route is bundled"
         rec = store.candidate(0)
-    if rec is None or not rec.artifact_path or not Path(rec.artifact_path).exists():
+    if rec is None or not _usable(rec, study):
         msg = (
             f"study '{study}' has no artifact to bundle (expected the recommended candidate's or "
             "the default route's artifact under candidates/; was it run with --discard-artifacts?)"
@@ -53,8 +61,13 @@ def _recommended(store: StudyStore, study: Path) -> tuple[CandidateRecord, str]:
 def _timing_cache(backend: str, config: dict[str, Any], study: Path, out: Path) -> dict[str, Any]:
     if backend != "tensorrt":
         return {"included": False, "reason": f"the {backend} backend has no timing cache"}
+    from gptuner_core.storage.paths import confined_or_none
+
     opts = config.get("backend_options") or {}
-    path = Path(opts.get("timing_cache_path") or study / "tensorrt_timing.cache")
+    stored = opts.get("timing_cache_path") or study / "tensorrt_timing.cache"
+    path = confined_or_none(stored, study)
+    if path is None:
+        return {"included": False, "reason": f"the timing cache '{stored}' is outside the study folder: not read"}
     if not path.is_file():
         return {"included": False, "reason": f"no shared timing cache at '{path}' (isolated mode keeps it beside the engine)"}
     _copy(path, out / "timing.cache")
@@ -75,10 +88,14 @@ def _revalidation(store: StudyStore, numbers: set[int]) -> list[dict[str, Any]]:
 
 def _round_samples(study: Path, numbers: set[int]) -> dict[str, dict[str, list[float]]]:
     """Raw samples of every re-validation process of ``numbers`` (``revalidation/rR_NNNNN``)."""
+    from gptuner_core.storage.paths import inside
+
     out: dict[str, dict[str, list[float]]] = {}
     for folder in sorted((study / "revalidation").glob("r*_*")):
         rnd, _, num = folder.name.partition("_")
         if not num.isdigit() or int(num) not in numbers or not (folder / "result.json").is_file():
+            continue
+        if not inside(folder / "result.json", study):  # a symlink out of the folder
             continue
         try:
             samples = json.loads((folder / "result.json").read_text(encoding="utf-8")).get("samples_ms") or []
@@ -88,17 +105,17 @@ def _round_samples(study: Path, numbers: set[int]) -> dict[str, dict[str, list[f
     return out
 
 
-def _model(config: dict[str, Any], out: Path) -> str | None:
-    """Copy the study's model (and its data files) into ``out/model/``; its relative path."""
-    from gptuner_core.backends import load_backend
-    from gptuner_core.fingerprint import copy_model
+def _model(config: dict[str, Any], fingerprint: dict[str, Any], backend: Any) -> list[Path]:
+    """The study's model files, when they still hash to the recorded ``model_sha256``: the model
+    lies outside the study, so a stored model path is followed only to the model that was tuned."""
     from gptuner_core.fingerprint import model_files
+    from gptuner_core.fingerprint import model_sha256
 
     model = Path(str(config.get("model") or ""))
     if not model.is_file():
-        return None
-    backend = load_backend(str(config.get("backend")), dict(config.get("backend_options") or {}))
-    return copy_model(model_files(backend, model), out / "model").relative_to(out).as_posix()
+        return []
+    files = model_files(backend, model)
+    return files if model_sha256(files) == fingerprint.get("model_sha256") else []
 
 
 def _commands(study: Path, out: Path) -> list[str]:
@@ -110,23 +127,45 @@ def _commands(study: Path, out: Path) -> list[str]:
     ]
 
 
-def write_bundle(study: str | Path, out: str | Path) -> Path:
-    """Write the bundle of ``study``'s recommended candidate into the empty (or new) ``out``."""
+def write_bundle(study: str | Path, out: str | Path, *, replace: bool = False) -> Path:
+    """Write the bundle of ``study``'s recommended candidate into the empty (or new) ``out``
+    (``replace``: an existing bundle there too), whole or not at all (``bundle.staging``)."""
+    from gptuner_core.bundle import staging
+
+    ws_root = Path(study).absolute()
+    out = Path(out).absolute()
+    stage = staging.prepare(out, replace=replace) if _has_study(ws_root) else None
+    if stage is None:
+        msg = f"'{study}' holds no study (expected {ws_root / 'study.sqlite'})"
+        raise BundleError(msg)
+    try:
+        _write(ws_root, stage, out)
+    except BaseException:
+        staging.abandon(stage)
+        raise
+    staging.publish(stage, out)
+    return out
+
+
+def _has_study(root: Path) -> bool:
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    return StudyWorkspace(root).has_study()
+
+
+def _write(study: Path, out: Path, final: Path) -> None:
+    """Write the bundle into the staging folder ``out`` (paths inside it name ``final``)."""
     from gptuner_core.backends import load_backend
     from gptuner_core.engine.export import copy_artifact
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.fingerprint import copy_model
     from gptuner_core.fingerprint import file_sha256
     from gptuner_core.storage import open_store
+    from gptuner_core.storage.paths import confined
+    from gptuner_core.storage.paths import inside
 
     ws = StudyWorkspace(study)
-    if not ws.has_study():
-        msg = f"'{study}' holds no study (expected {ws.store})"
-        raise BundleError(msg)
-    out = Path(out).absolute()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        msg = f"-o '{out}' already exists and is not an empty folder (expected a new or empty folder)"
-        raise BundleError(msg)
     with open_store(ws.root, readonly=True) as store:
         config = store.config()
         rec, note = _recommended(store, ws.root)
@@ -140,17 +179,22 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
             "revalidation": _revalidation(store, {0, rec.number}),
             "revalidation_samples_ms": _round_samples(ws.root, {0, rec.number}),
         }
-    out.mkdir(parents=True, exist_ok=True)
-    src = Path(rec.artifact_path or "")
+    src = confined(rec.artifact_path, ws.root, what="artifact")
     artifact_rel = f"artifact/{src.name}"
     backend = load_backend(str(config.get("backend")), dict(config.get("backend_options") or {}))
-    copy_artifact(str(config.get("backend")), dict(config.get("backend_options") or {}), rec, out / artifact_rel)
+    model = _model(config, fingerprint, backend)
+    allowed = [ws.root, *([model[0].parent] if model else [])]  # the verified model's data files
+    copy_artifact(str(config.get("backend")), dict(config.get("backend_options") or {}), rec,
+                  out / artifact_rel, allowed=allowed)
     info = dict(rec.extra.get("info") or {})
     info_files: dict[str, str] = {}
     for key, value in list(info.items()):
         if not isinstance(value, str) or not Path(value).is_file():
             continue
         p = Path(value)
+        if not (inside(p, ws.root) or (model and p.resolve() == model[0].resolve())):
+            info[key] = None  # a stored path out of the folder (not the tuned model): not copied
+            continue
         try:
             rel = f"{artifact_rel}/{p.resolve().relative_to(src.resolve())}"
         except ValueError:
@@ -160,13 +204,13 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
                 _copy(data, (out / rel).parent / data.relative_to(p.parent))
         info_files[key] = rel
         info[key] = rel
-    model_rel = _model(config, out)
+    model_rel = copy_model(model, out / "model").relative_to(out).as_posix() if model else None
     for name in STUDY_FILES:
-        if (ws.root / name).is_file():
+        if (ws.root / name).is_file() and inside(ws.root / name, ws.root):  # no symlink out
             _copy(ws.root / name, out / name)
     write_atomic(out / "samples.json", json.dumps(samples, indent=1).encode())
     write_atomic(out / "fingerprint.json", json.dumps(fingerprint, indent=2).encode())
-    commands = _commands(ws.root, out)
+    commands = _commands(ws.root, final)
     write_atomic(out / "rebuild.sh", ("#!/bin/sh\nset -e\n" + "\n".join(commands[:2]) + "\n").encode())
     timing = _timing_cache(str(config.get("backend")), config, ws.root, out)
     files = {
@@ -185,4 +229,3 @@ def write_bundle(study: str | Path, out: str | Path) -> Path:
         "timing_cache": timing, "commands": commands, "batch_axes": batch_axes, "files": files,
     }
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2, default=str).encode())
-    return out

@@ -18,6 +18,8 @@ import sys
 from typing import TYPE_CHECKING
 from typing import NoReturn
 
+from gptuner_core.cli._base import add_trust_argument
+from gptuner_core.cli._base import check_study_code
 from gptuner_core.errors import GptunerError
 
 
@@ -115,6 +117,8 @@ def _build_parser(selected: str | None) -> tuple[_Parser, dict[str, Command], di
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         command.add_arguments(sub)
+        if command.runs_study_code:
+            add_trust_argument(sub)
         sub.set_defaults(_command=command, _parser=sub)
         commands[name] = command
     return parser, commands, broken
@@ -154,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gptuner_core.cli._base import check_arguments
 
         check_arguments(command, args._parser, args)
+        check_study_code(command, args)
         return int(command.run(args) or 0)
     except _UsageExit as exc:
         return _error(str(exc))

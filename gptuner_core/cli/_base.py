@@ -48,6 +48,12 @@ class Command:
     #: ST/study.sqlite`` destroyed the study); ``output_suffixes``: siblings written beside it
     destinations: ClassVar[dict[str, str | None]] = {}
     output_suffixes: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: the command may import code a study names: it takes ``--trust-study-code``
+    runs_study_code: ClassVar[bool] = False
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        """The study folder whose named code this run would import (``None``: it runs none)."""
+        return None
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare the command's arguments on its own sub-parser."""
@@ -147,6 +153,21 @@ def check_arguments(command: Command, parser: argparse.ArgumentParser, args: arg
         if target:
             check_destination(study, target, _flag(parser, dest)[0],
                               suffixes=command.output_suffixes.get(dest, ("",)))
+def check_study_code(command: Command, args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, a study naming code the user did not consent to run."""
+    folder = command.code_study(args)
+    if folder is not None:
+        from gptuner_core.study_code import require_consent
+
+        require_consent(folder, trusted=bool(getattr(args, "trust_study_code", False)))
+
+
+def add_trust_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trust-study-code", action="store_true",
+        help="allow importing the code the study names (a task metric module:fn or file.py:fn, a "
+        "torch factory, a module:Class backend, a trtexec path): refused without it, since a study "
+        "folder may come from someone else")
 
 
 # -- knob databases -----------------------------------------------------------------------

@@ -31,6 +31,11 @@ class BundleCommand(Command):
         "example:\n  gptuner bundle runs/mlp -o baseline/"
     )
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY", help="study folder")
         parser.add_argument("-o", "--output", required=True, metavar="DIR", help="new or empty folder")
@@ -78,6 +83,11 @@ class GateCommand(Command):
     value_options = ("--route",)
     empty_ok = ("route",)
     destinations = {"json": None, "junit": None, "markdown": None, "workdir": None}
+
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.baseline
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("baseline", metavar="BASELINE", help="bundle folder ('gptuner bundle')")

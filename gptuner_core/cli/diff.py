@@ -53,9 +53,9 @@ def diff_lines(diff: LayerDiff, *, limit: int | None = 15) -> list[str]:
 def ensure_profiles(study: Path, numbers: list[int], *, capture: bool, runs: int) -> None:
     """Capture missing profiles when asked; otherwise say how to get them."""
     from gptuner_core.explain import profile_candidate
-    from gptuner_core.profiles import profile_path
+    from gptuner_core.profiles import has_profile
 
-    missing = [n for n in numbers if not profile_path(study, n).is_file()]
+    missing = [n for n in numbers if not has_profile(study, n)]
     if not missing:
         return
     if not capture:
@@ -75,6 +75,11 @@ class DiffCommand(Command):
         "where B gains or loses time against A, sorted by contribution to the end-to-end difference.\n"
         "A delta within the profiles' run-to-run noise is marked and never named as a cause."
     )
+
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study if args.capture else None
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
@@ -103,9 +108,9 @@ class DiffCommand(Command):
         for n in (args.a, args.b):
             rec = by_number[n]
             if not rec.artifact_path and rec.duplicate_of is None:
-                from gptuner_core.profiles import profile_path
+                from gptuner_core.profiles import has_profile
 
-                if not profile_path(study, n).is_file():
+                if not has_profile(study, n):
                     msg = (f"diff: candidate #{n} was never built ({rec.state.value}), so it has no layers "
                            "to compare (expected a built candidate)")
                     raise UsageError(msg)

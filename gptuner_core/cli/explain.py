@@ -93,6 +93,11 @@ class ExplainCommand(Command):
         "and the aligned per-layer diff when both candidates have profiles."
     )
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study if args.capture else None
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
         parser.add_argument("number", metavar="N", type=candidate_number, nargs="?", help="candidate (default: winner)")

@@ -22,6 +22,11 @@ class RetuneCommand(Command):
         "example:\n  gptuner retune runs/mlp --model mlp_v2.onnx --study runs/mlp-v2 --time-budget 10m"
     )
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.old
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("old", metavar="OLD_STUDY", help="the study to re-tune")
         parser.add_argument("--model", required=True, help="the changed model")

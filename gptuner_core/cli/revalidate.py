@@ -28,6 +28,11 @@ class RevalidateCommand(Command):
         "example:\n  gptuner revalidate runs/cnn 3 7"
     )
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("study", metavar="STUDY")
         parser.add_argument("a", type=candidate_number, metavar="A", help="the reference candidate")

@@ -158,6 +158,11 @@ class TuneCommand(Command):
     destinations = {"output": "study"}
     output_suffixes = {"output": (".json", ".bundle", "")}
 
+    runs_study_code = True
+
+    def code_study(self, args: argparse.Namespace) -> str | None:
+        return args.study if args.resume else None
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from gptuner_core.strategies import DEFAULT_STRATEGY
         from gptuner_core.strategies import describe_strategies
@@ -171,6 +176,11 @@ class TuneCommand(Command):
                             help="resume the study in --study (settings come from the study)")
         parser.add_argument("--force", action="store_true",
                             help="continue even if model/software/device changed (recorded)")
+        parser.add_argument("--extend", action="store_true",
+                            help="with --continue: run a finished study further (re-validation runs "
+                            "again and replaces the verdict; a --max-candidates or --time-budget given "
+                            "with --continue asks the same). Without either, --continue on a finished "
+                            "study re-runs nothing")
         parser.add_argument("--backend", help="backend name (default: tensorrt if available, else onnxruntime)")
         parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE")
         parser.add_argument("--expr", help="tunable expression, e.g. '-k=[a|b] -other=v'")
@@ -260,6 +270,7 @@ class TuneCommand(Command):
         parser.add_argument("--output", metavar="PATH", help="copy the best artifact here (+ .json, "
                             "+ .bundle); never a study's own file")
         parser.add_argument("--quiet", action="store_true")
+        self.defaults = {a.dest: a.default for a in parser._actions}  # noqa: SLF001 - what was given
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.backends import default_backend_notice
@@ -267,8 +278,18 @@ class TuneCommand(Command):
         from gptuner_core.records import StudyStatus
 
         study = Path(args.study)
+        outputs_only = False
         if args.resume:
-            config = resume_config(study, args)
+            from gptuner_core.cli.resume import finished_message
+
+            config = resume_config(study, args, getattr(self, "defaults", {}))
+            # a budget given now (--max-candidates, --time-budget) asks to run further, as --extend does
+            extend = args.extend or args.max_candidates is not None or bool(args.time_budget)
+            done = None if extend else finished_message(study)
+            if done and not config.output:
+                print(done)
+                return 0
+            outputs_only = bool(done)  # finished, --output given now: write it from the verdict
         elif args.config:
             from gptuner_core.cli._base import given_flags
 
@@ -285,7 +306,8 @@ class TuneCommand(Command):
                 print(default_backend_notice(), file=sys.stderr)
         printer = None if args.quiet else ProgressPrinter()
         t0 = time.monotonic()
-        summary = Tuner(config, study, resume=args.resume, force=args.force, progress=printer).run()
+        summary = Tuner(config, study, resume=args.resume, force=args.force, progress=printer,
+                        outputs_only=outputs_only).run()
         if printer is not None:
             printer.close()
         waited = (f" ({summary.waited_s:.1f} s of it waiting for the device, not counted against "
@@ -322,9 +344,12 @@ def config_from_file(path: str):  # noqa: ANN201 - StudyConfig
     return StudyConfig.from_json(data)
 
 
-def resume_config(study: Path, args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
+def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None = None):  # noqa: ANN201 - StudyConfig
     """The stored configuration (the store's, else the folder's ``study.json`` when a kill cut
-    the study's creation short), with the budgets given on the command line."""
+    the study's creation short), with the budgets and outputs given on the command line now
+    (``cli.resume``: changed settings refused, stored outputs never written through)."""
+    from gptuner_core.cli.resume import check_unchanged
+    from gptuner_core.cli.resume import outputs_now
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.errors import StoreError
@@ -337,9 +362,14 @@ def resume_config(study: Path, args: argparse.Namespace):  # noqa: ANN201 - Stud
     else:
         data = ws.read_config()
         if data is None:
-            msg = f"nothing to continue: no study in '{study}' (expected {ws.store})"
+            left = ws.discard_creation_leftovers()
+            what = (f"its creation was cut short before its settings were written ({left} removed); "
+                    "run the tune command that created it again") if left else f"expected {ws.store}"
+            msg = f"nothing to continue: no study in '{study}' ({what})"
             raise StoreError(msg)
-    config = StudyConfig.from_json(data)
+    parsers = (parse_kv, parse_epsilons)
+    check_unchanged(args, defaults or {}, data, ws.root, parsers)
+    config = StudyConfig.from_json({**data, **outputs_now(args, data, ws.root, parsers)})
     overrides: dict[str, Any] = {}
     if args.max_candidates is not None:
         overrides["max_candidates"] = args.max_candidates

@@ -28,12 +28,45 @@ def launch(config: StudyConfig, study_dir: str | Path) -> int:
     return launch_config(config, study_dir)
 
 
-def resume(study_dir: str | Path) -> int:
-    """Continue a study with its stored settings; the tuner's pid."""
+def resume_args(study_dir: str | Path) -> list[str]:
+    """``gptuner tune`` arguments resuming a study: the stored ``--output`` and path options are
+    restated only when they lie inside the workspace (the CLI never writes where a folder says);
+    one outside is refused here, with its name, before anything starts."""
+    from gptuner_core.dashboard.workspace import workspace_dir
     from gptuner_core.engine.process.launch import config_argv
+    from gptuner_core.errors import ConfigError
+    from gptuner_core.storage.paths import inside
+    from gptuner_core.storage.paths import is_path_option
+    from gptuner_core.study_code import stored_config
+
+    ws, study = workspace_dir(), Path(study_dir)
+    config = stored_config(study) or {}
+    args = [*config_argv(study, resume=True), "--trust-study-code"]  # only after the page's confirmation
+    wanted = [("--output", "output", config.get("output"))]
+    wanted += [("--backend-option", k, v) for k, v in (config.get("backend_options") or {}).items()
+               if is_path_option(k) and v not in (None, "")]
+    for flag, key, value in wanted:
+        if not value:
+            continue
+        p = Path(str(value)).expanduser()
+        p = p if p.is_absolute() else study / p
+        if not inside(p, ws):
+            msg = (f"this study stores {key}='{value}', outside the workspace '{ws}': Resume writes "
+                   "only inside it (run 'gptuner tune --continue' with a destination of your choice)")
+            raise ConfigError(msg)
+        if flag == "--output":
+            args += [flag, str(value)]
+        elif not inside(p, study):
+            args += [flag, f"{key}={value}"]
+    return args
+
+
+def resume(study_dir: str | Path) -> int:
+    """Continue a study with its stored settings; the tuner's pid. The page calls this only after
+    the user confirmed the code the study names (``widgets.confirm_code``), hence the flag."""
     from gptuner_core.engine.process.launch import launch_detached
 
-    return launch_detached(config_argv(study_dir, resume=True), study_dir)
+    return launch_detached(resume_args(study_dir), study_dir)
 
 
 def command(study_dir: str | Path, *, resume: bool = False) -> str:
@@ -41,7 +74,7 @@ def command(study_dir: str | Path, *, resume: bool = False) -> str:
     from gptuner_core.engine.process.launch import cli_command
     from gptuner_core.engine.process.launch import config_argv
 
-    return cli_command(config_argv(study_dir, resume=resume))
+    return cli_command(resume_args(study_dir) if resume else config_argv(study_dir))
 
 
 def request_stop(study_dir: str | Path) -> None:
@@ -58,8 +91,13 @@ def stop_requested(study_dir: str | Path) -> bool:
 
 
 def tail(path: str | Path, max_bytes: int = 20_000) -> str:
-    """The end of a text file (``""`` when missing)."""
+    """The end of a text file (``""`` when missing, or a link out of its folder: a study's log
+    is shown only from inside the study, ``storage.paths.confined``)."""
+    from gptuner_core.storage.paths import inside
+
     p = Path(path)
+    if not inside(p, p.absolute().parent):
+        return ""
     try:
         with p.open("rb") as fh:
             fh.seek(0, 2)

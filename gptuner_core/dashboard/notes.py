@@ -49,8 +49,10 @@ class Notes:
 
 def read_notes(study: str | Path) -> Notes:
     """The notes of a study (empty when there is no sidecar; an unreadable one raises)."""
+    from gptuner_core.storage.paths import inside
+
     path = Path(study) / NOTES_FILE
-    if not path.is_file():
+    if not path.is_file() or not inside(path, study):  # a link out of the folder is no sidecar
         return Notes()
     try:
         return Notes.from_json(json.loads(path.read_text(encoding="utf-8")))

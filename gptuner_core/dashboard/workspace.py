@@ -328,8 +328,11 @@ def pending_launches(workspace: Path) -> list[PendingLaunch]:
             continue
         if not any((p / f).is_file() for f in ("launch.json", "study.json", "tuner.log")):
             continue
-        try:
-            log = (p / "tuner.log").read_text(encoding="utf-8", errors="replace")[-4000:]
+        from gptuner_core.storage.paths import inside
+
+        try:  # a log linked out of the folder is not read
+            log = (p / "tuner.log").read_text(encoding="utf-8", errors="replace")[-4000:] \
+                if inside(p / "tuner.log", p) else ""
         except OSError:
             log = ""
         lines = [line for line in log.splitlines() if line.strip()]

@@ -299,8 +299,11 @@ class IsolatedEvaluator:
         return dict(self._turn)
 
     def remeasure_job(self, record: CandidateRecord, scale: float = 1.0) -> ChildJob:
+        from gptuner_core.storage.paths import confined
+
+        artifact = str(confined(record.artifact_path, self.ctx.workspace.root, what="artifact"))
         return self.job(
-            record.requested_route, artifact=record.artifact_path,
+            record.requested_route, artifact=artifact,
             effective_route=record.effective_route, info=record.extra.get("info", {}),
             measure_scale=scale, task_metric=None, profile_runs=0, turn=self._measure_turn(),
         )

@@ -119,15 +119,19 @@ def write_output(
     Raises StoreError naming the write that failed; the study's results stay as recorded.
     """
     from gptuner_core.engine.export import copy_artifact
+    from gptuner_core.storage.paths import confined_or_none
 
     assert cfg.output is not None
     rec = store.candidate(winner.number)
-    if rec is None or not rec.artifact_path or not Path(rec.artifact_path).exists():
+    src = confined_or_none(rec.artifact_path, study_dir) if rec is not None else None
+    if rec is None or src is None or not src.exists():
         return None
     dst = Path(cfg.output).resolve()
     sidecar = dst.with_name(dst.name + ".json")
     try:
-        copy_artifact(cfg.backend, cfg.backend_options, rec, dst)
+        # the model's folder: its external data (the model itself is checked by the fingerprint)
+        copy_artifact(cfg.backend, cfg.backend_options, rec, dst,
+                      allowed=[Path(study_dir), Path(cfg.model).absolute().parent])
         write_atomic(sidecar, json.dumps({
             "route": rec.requested_route,
             "effective_route": rec.effective_route,

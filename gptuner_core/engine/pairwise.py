@@ -75,6 +75,10 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
             msg = (f"candidate #{n} is {rec.state.value}: only candidates that built, measured "
                    "and passed the accuracy gate can be compared")
             raise ConfigError(msg)
+        from gptuner_core.storage.paths import confined
+
+        if rec.artifact_path:
+            confined(rec.artifact_path, ws.root, what=f"candidate #{n}'s artifact")  # never followed out
         gone = not rec.artifact_path or not Path(rec.artifact_path).exists()
         if gone and not (rec.artifact_path and needs_rebuild(rec.artifact_path, {})):  # pruned: rebuilt
             msg = (f"candidate #{n} has no measurable artifact (artifact "

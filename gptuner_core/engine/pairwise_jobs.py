@@ -49,8 +49,10 @@ class PairwiseJob:
 
 
 def revalidate_argv(study_dir: str | Path, a: int, b: int, max_rounds: int | None,
-                    folder: Path) -> list[str]:
+                    folder: Path, *, trusted: bool = False) -> list[str]:
     args = ["revalidate", str(study_dir), str(a), str(b), "--run-dir", str(folder)]
+    if trusted:  # the user confirmed the code the study names (the page asks first)
+        args.append("--trust-study-code")
     if max_rounds is not None:
         args += ["--max-rounds", str(max_rounds)]
     return [sys.executable, "-m", "gptuner_core", *args]
@@ -74,6 +76,10 @@ def _pair_runs(study_dir: str | Path, a: int, b: int) -> list[Path]:
 
 
 def _tail(path: Path, max_bytes: int = 8000) -> str:
+    from gptuner_core.storage.paths import inside
+
+    if not inside(path, path.parent):  # a link out of the study folder is never read
+        return ""
     try:
         with path.open("rb") as fh:
             fh.seek(0, 2)
@@ -84,7 +90,11 @@ def _tail(path: Path, max_bytes: int = 8000) -> str:
 
 
 def read_job(folder: Path) -> PairwiseJob | None:
-    """The run in ``folder`` (``None`` when it holds no state)."""
+    """The run in ``folder`` (``None`` when it holds no state, or only links out of it)."""
+    from gptuner_core.storage.paths import inside
+
+    if not all(inside(folder / name, folder) for name in (STATE, PID)):
+        return None
     try:
         progress = PairwiseProgress.from_json(json.loads((folder / STATE).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
@@ -115,7 +125,8 @@ def latest_job(study_dir: str | Path, a: int, b: int) -> PairwiseJob | None:
     return None
 
 
-def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | None = None) -> PairwiseJob:
+def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | None = None,
+                    trusted: bool = False) -> PairwiseJob:
     """Check the pair (one :class:`ConfigError` line), start the comparison detached, return it."""
     if max_rounds is not None and max_rounds < 2:
         msg = f"the round budget must be an integer >= 2 (got {max_rounds})"
@@ -130,7 +141,7 @@ def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | 
                                             max_rounds=max_rounds or 0))
     with (folder / LOG).open("ab") as log:
         proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell string
-            revalidate_argv(study_dir, a, b, max_rounds, folder),
+            revalidate_argv(study_dir, a, b, max_rounds, folder, trusted=trusted),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )

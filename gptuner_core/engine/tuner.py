@@ -98,6 +98,7 @@ class Tuner:
         resume: bool = False,
         force: bool = False,
         progress: Callable[[Progress], None] | None = None,
+        outputs_only: bool = False,
     ) -> None:
         self.config = config
         self.ws = StudyWorkspace(study_dir)
@@ -105,6 +106,7 @@ class Tuner:
         self.resume = resume
         self.force = force
         self.progress_cb = progress
+        self.outputs_only = outputs_only  # a finished study: write --output from its verdict only
         self.gate_warning = ""
         self.feeds: list = []  # (label, arrays) per --measure-shapes profile, for a new study
 
@@ -236,7 +238,7 @@ class Tuner:
         device = measuring_device(self.config)
         return None if device is None else DeviceLock(measuring_devices(device), study=str(self.dir))
 
-    def _evaluator(self, inputs: object) -> Evaluator:
+    def _evaluator(self, inputs: object, *, prestart: bool = True) -> Evaluator:
         ctx = StudyContext(config=self.config, workspace=self.ws, inputs=inputs)  # type: ignore[arg-type]
         if self.config.backend == "replay":
             from gptuner_core.engine.recorded import RecordedEvaluator
@@ -244,10 +246,11 @@ class Tuner:
 
             source = self.config.backend_options.get("recording") or self.config.model
             return RecordedEvaluator(load_recording(source))
-        from gptuner_core.engine.process.isolation import prestart
+        from gptuner_core.engine.process.isolation import prestart as start_launcher
 
         evaluator = IsolatedEvaluator(ctx)
-        prestart(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
+        if prestart:
+            start_launcher(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
         return evaluator
 
     def _plan_strategy(self) -> Strategy:
@@ -304,7 +307,10 @@ class Tuner:
             store.add_event("warning", {"gate": self.gate_warning})
         inputs = open_inputs(self.ws, cfg, self.specs, store.get_meta("inputs_sha256"),
                              store.get_meta("batch_axes"))
-        evaluator = self._evaluator(inputs)
+        pending = store.get_meta("pending") or {}
+        again = pending.get("phase") == "output" or self.outputs_only
+        winner = store.winner() if self.resume and again else None  # only the outputs are left
+        evaluator = self._evaluator(inputs, prestart=winner is None)
         strategy = self._strategy(store)
         history = store.candidates(with_samples=False)
         if history:
@@ -314,19 +320,21 @@ class Tuner:
             strategy.tell(rec)
         sink = StoreSink(self, store, strategy, store.progress())
         lock = self._device_lock()
-        end = run_loop(
-            strategy=strategy, evaluator=evaluator, history=history,
-            key=lambda text: Route.parse(text).key(self.db),
-            budget=Budget(max_candidates=cfg.max_candidates, time_budget_s=cfg.time_budget_s,
-                          target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
-            sink=sink, space_size=self.expr.count("full"), search=cfg.search,
-            scale_out=cfg.scale_out(), device_lock=lock,
-        )
-        status, message = end.status, end.reason
-        scale_warnings = self._scale_warnings(store)
-        winner = None
         output_error = ""
-        if status is not StudyStatus.FAILED:
+        if winner is not None:  # killed while writing --output: the verdict stands, finish that
+            status, message = StudyStatus.FINISHED, winner.headline()
+        else:
+            end = run_loop(
+                strategy=strategy, evaluator=evaluator, history=history,
+                key=lambda text: Route.parse(text).key(self.db),
+                budget=Budget(max_candidates=cfg.max_candidates, time_budget_s=cfg.time_budget_s,
+                              target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
+                sink=sink, space_size=self.expr.count("full"), search=cfg.search,
+                scale_out=cfg.scale_out(), device_lock=lock,
+            )
+            status, message = end.status, end.reason
+        scale_warnings = self._scale_warnings(store)
+        if status is not StudyStatus.FAILED and winner is None:
             store.set_meta("pending", {"phase": "revalidation"})
             sink.report(history, "", "revalidation", None)
             left = cfg.time_budget_s - sink.elapsed_s() if cfg.time_budget_s is not None else None
@@ -343,17 +351,12 @@ class Tuner:
                 store.set_winner(winner)
                 # the status says why the study ended; the verdict is the winner record's, said once
                 message = "; ".join(m for m in (message, winner.headline()) if m)
-                if cfg.output:
-                    try:
-                        write_output(cfg, store, winner, self.dir)
-                        from gptuner_core.bundle import write_bundle
-
-                        out = Path(cfg.output)
-                        write_bundle(self.dir, out.with_name(out.name + ".bundle"))
-                    except GptunerError as exc:
-                        output_error = str(exc)
-                        store.add_event("warning", {"output": output_error})
-                        message = f"{message}; {output_error}"
+        if status is not StudyStatus.FAILED:
+            if winner is not None and cfg.output:
+                store.set_meta("pending", {"phase": "output"})  # a kill here: --continue writes them
+                output_error = self._write_outputs(store, winner)
+                if output_error:
+                    message = f"{message}; {output_error}"
             store.set_meta("pending", None)
         if status is StudyStatus.FINISHED and self.ws.stop_requested():
             status = StudyStatus.STOPPED
@@ -372,6 +375,21 @@ class Tuner:
             tuning_s=sink.elapsed_s(), waited_s=sink.prior_waited + sink.waited_s,
             warnings=((self.gate_warning,) if self.gate_warning else ()) + scale_warnings,
         )
+
+
+    def _write_outputs(self, store: StudyStore, winner: Winner) -> str:
+        """``--output`` (the artifact and its sidecar) and ``--output``.bundle, each whole or not
+        at all; an existing bundle there is this study's own, replaced. The error, or ``""``."""
+        from gptuner_core.bundle import write_bundle
+
+        try:
+            write_output(self.config, store, winner, self.dir)
+            out = Path(str(self.config.output))
+            write_bundle(self.dir, out.with_name(out.name + ".bundle"), replace=True)
+        except GptunerError as exc:
+            store.add_event("warning", {"output": str(exc)})
+            return str(exc)
+        return ""
 
 
 __all__ = ["Progress", "TuneSummary", "Tuner"]

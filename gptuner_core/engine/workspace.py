@@ -143,7 +143,7 @@ class StudyWorkspace:
     def prepare_creation(self) -> Path:
         """A clean staging folder for the store of a new study (removes one left by a kill)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self.discard_partial()
+        self.discard_creation_leftovers()
         self.creating.mkdir()
         return self.creating
 
@@ -175,6 +175,24 @@ class StudyWorkspace:
             for suffix in ("", "-wal", "-shm", ".lock"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(f"{self.store}{suffix}").unlink()
+
+    def discard_creation_leftovers(self) -> str:
+        """Remove what a creation killed before ``study.json`` left (its temporary file, a
+        staging folder) when no live tuner owns it; what was removed, as text (``""``: none)."""
+        from gptuner_core.engine.process.processes import pid_alive
+
+        gone = []
+        if self.root.is_dir():
+            for p in self.root.glob(f".{CONFIG}.tmp-*"):
+                pid = p.name.rsplit("-", 1)[-1]
+                if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+                    with contextlib.suppress(OSError):
+                        p.unlink()
+                        gone.append(p.name)
+            staged = [p.name for p in self.root.glob(f"{CREATING}-*")]
+            self.discard_partial()
+            gone += [n for n in staged if not (self.root / n).exists()]
+        return ", ".join(gone)
 
     # -- stop requests ---------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -230,6 +248,27 @@ def write_atomic(path: Path, data: bytes) -> None:
             tmp.unlink()
         raise
     fsync_dir(path.parent)
+
+
+def discard_stale_siblings(path: Path) -> list[str]:
+    """Remove what killed writers left beside ``path``: ``.NAME.tmp-PID`` (``write_atomic``, the
+    ``--output`` copy), ``.NAME.partial-PID`` / ``.NAME.old-PID`` (bundles) whose PID is gone."""
+    from gptuner_core.engine.process.processes import pid_alive
+
+    gone = []
+    for p in path.parent.glob(f".{path.name}.*-*"):
+        stem, _, pid = p.name.rpartition("-")
+        if stem.rsplit(".", 1)[-1] not in ("tmp", "partial", "old") or not pid.isdigit():
+            continue
+        if int(pid) == os.getpid() or pid_alive(int(pid)):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        gone.append(p.name)
+    return gone
 
 
 def save_npz_atomic(path: Path, arrays: dict[str, np.ndarray], *, compressed: bool = False) -> None:

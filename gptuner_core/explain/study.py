@@ -163,23 +163,33 @@ def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> 
     folder = Path(study_dir) / "candidates" / f"{int(number):05d}"
     with open_store(study_dir, readonly=True) as store:
         rec = store.candidate(number)
+        config = store.config()
     if rec is None:
         msg = f"candidate #{number} is not in study '{study_dir}'"
         raise ProfileError(msg)
     if rec.duplicate_of is not None:
         return profile_candidate(study_dir, rec.duplicate_of, runs=runs)
     from gptuner_core.engine.artifacts import needs_rebuild
+    from gptuner_core.storage.paths import confined
 
+    if rec.artifact_path:
+        confined(rec.artifact_path, study_dir, what=f"candidate #{number}'s artifact")  # never followed out
     pruned = rec.artifact_path and needs_rebuild(rec.artifact_path, {})  # --keep-artifacts: rebuilt
     if not rec.artifact_path or not (Path(rec.artifact_path).exists() or pruned):
         msg = (f"candidate #{number} has no artifact to profile (state {rec.state.value}, "
                f"artifact {rec.artifact_path or 'none'}; expected a built candidate)")
         raise ProfileError(msg)
+    from gptuner_core.storage.paths import confined
+
     try:
-        job = json.loads((folder / "job.json").read_text())
+        job = json.loads(confined(folder / "job.json", study_dir, what="job.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
         msg = f"candidate #{number}: cannot read {folder / 'job.json'} ({exc})"
         raise ProfileError(msg) from None
+    if job.get("backend") != config.get("backend"):  # a job.json naming other code: not imported
+        msg = (f"candidate #{number}: {folder / 'job.json'} names backend {job.get('backend')!r}, "
+               f"the study {config.get('backend')!r} (expected the study's own)")
+        raise ProfileError(msg)
     backend = load_backend(job["backend"], job.get("backend_options", {}))
     build = BuildResult(artifact=Path(rec.artifact_path), effective_route=rec.effective_route or "",
                         info=dict(rec.extra.get("info") or {}))

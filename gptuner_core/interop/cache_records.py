@@ -189,8 +189,19 @@ class TuningCache:
         return "".join(f"{line}\n" for line in lines)
 
     def write(self, path: str | Path) -> None:
-        """Write the whole file (truncating), flushed and fsynced."""
-        write_text(Path(path), self.to_string(), append=False)
+        """Write the whole file, flushed and fsynced, through a temporary sibling renamed into
+        place: a kill leaves the old file (or none), never a torn one."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            write_text(tmp, self.to_string(), append=False)
+            os.replace(tmp, path)
+        except OSError as exc:
+            msg = f"tuning cache '{path}': cannot write file ({exc.strerror or exc})"
+            raise TuningCacheError(msg) from None
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
 
 def write_text(path: Path, text: str, *, append: bool) -> None:

@@ -27,10 +27,18 @@ def profile_path(study_dir: str | Path, number: int) -> Path:
     return Path(study_dir) / "candidates" / f"{int(number):05d}" / PROFILE_NAME
 
 
-def load_profile(study_dir: str | Path, number: int) -> LayerProfile | None:
-    """Candidate ``number``'s stored profile, or ``None`` when it has none."""
+def has_profile(study_dir: str | Path, number: int) -> bool:
+    """Candidate ``number`` has a profile inside the study (a link out of it does not count)."""
+    from gptuner_core.storage.paths import inside
+
     path = profile_path(study_dir, number)
-    return LayerProfile.load(path) if path.is_file() else None
+    return path.is_file() and inside(path, study_dir)
+
+
+def load_profile(study_dir: str | Path, number: int) -> LayerProfile | None:
+    """Candidate ``number``'s stored profile, or ``None`` when it has none (or only a link out
+    of the study folder: a stored file is never followed out, ``storage.paths.confined``)."""
+    return LayerProfile.load(profile_path(study_dir, number)) if has_profile(study_dir, number) else None
 
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "ProfileOutcome",
     "capture_profile",
     "diff_profiles",
+    "has_profile",
     "load_profile",
     "profile_build",
     "profile_path",

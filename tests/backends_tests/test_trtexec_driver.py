@@ -160,11 +160,9 @@ class TestBuildClassification:
         This tests gptuner, not trtexec: trtexec has no per-iteration timeout (its parent would
         wait for a hung child forever; --tuningTimeOut is only checked between iterations).
         """
-        t0 = time.monotonic()
-        with pytest.raises(TrtexecChildError) as info:
+        with pytest.raises(TrtexecChildError) as info:  # a hang would outlast the suite's timeout
             TrtexecBackend({"timeout_s": 1}).build(model, Route.parse("-kgen:tiling=0"), workdir(tmp_path))
         assert info.value.outcome.state is CandidateState.TIMED_OUT
-        assert time.monotonic() - t0 < 20
 
     def test_invalid_route_never_starts_a_child(self, fake_bin: Path, model: Path, tmp_path: Path) -> None:
         """Unknown knobs are rejected against --helpBuildRoute's database before any child runs."""

@@ -63,8 +63,9 @@ class TestBadInput:
         assert main(_args(tiny_model, tiny_dataset, study)) == 0
         with open_store(study) as store:
             store.set_fingerprint({**store.fingerprint(), "host": "another-host"})
-        assert main(["tune", "--study", str(study), "--continue", "--quiet"]) == 2
-        assert main(["tune", "--study", str(study), "--continue", "--force", "--quiet"]) == 0
+        # --extend: the study is finished, and a plain --continue re-runs nothing (issue 24)
+        assert main(["tune", "--study", str(study), "--continue", "--extend", "--quiet"]) == 2
+        assert main(["tune", "--study", str(study), "--continue", "--extend", "--force", "--quiet"]) == 0
         with open_store(study, readonly=True) as store:
             forced = store.events("force")
             assert store.fingerprint()["host"] != "another-host"

@@ -1,9 +1,10 @@
 """The kill harness (benchmarks/kill_harness.py), small: SIGKILL real studies, resume, check.
 
-Eight SIGKILLs at random instants (creation, candidates, drift re-measurements, re-validation) of
-real ``gptuner tune`` subprocesses; every study must then finish with ``--continue`` with no
-completed candidate lost or duplicated, no unusable folder, no orphan process, drift baselines
-redone, and ``gptuner show`` never saying "running" once the tuner is dead. The full run
+Eight SIGKILLs at random instants (creation, candidates, drift re-measurements, re-validation,
+writing the ``--output`` bundle, ``gptuner export``) of real ``gptuner`` subprocesses; every study
+must then finish with ``--continue`` with no completed candidate lost or duplicated, no unusable
+folder, no orphan process, drift baselines redone, the output and a verified bundle in place, and
+``gptuner show`` never saying "running" once the tuner is dead. The full run
 (>= 50 kills) is ``benchmarks/kill_harness.py`` itself (figures in docs/benchmarks.md).
 """
 
@@ -35,5 +36,6 @@ def test_kills_at_random_instants_lose_nothing_and_every_study_finishes(tmp_path
     assert report.exists(), f"the harness wrote no report (exit {out.returncode}):\n{out.stdout}\n{out.stderr}"
     summary = json.loads(report.read_text(encoding="utf-8"))
     assert summary["kills"] >= 8, out.stdout
+    assert {"creation", "bundle", "export"} <= set(summary["aims"]), summary["aims"]  # issue 24
     assert summary["failures"] == [], "\n".join(summary["failures"]) + "\n\n" + out.stdout[-4000:]
     assert out.returncode == 0, out.stdout[-4000:]

@@ -73,7 +73,7 @@ def test_each_candidate_is_measured_at_every_shape(wide, tmp_path, capsys):
     for rec in recs:
         small, big = rec.extra["shapes"]
         assert (small["label"], big["label"]) == ("x:1x256", "x:512x256")
-        assert len(small["samples_ms"]) >= QUICK["min_samples"] <= len(big["samples_ms"])
+        assert small["samples_ms"] and big["samples_ms"]  # how many the time cap allowed: the load's (issue 24)
         # measured at each shape, not at the first batch's: 512 rows cost far more than 1
         assert big["latency"]["median_ms"] > 5 * small["latency"]["median_ms"]
         assert rec.latency.median_ms == small["latency"]["median_ms"]

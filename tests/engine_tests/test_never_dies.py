@@ -122,10 +122,10 @@ class TestTaskMetricIsolation:
         metric = tmp_path / "metric.py"
         metric.write_text(f"def score(outputs, labels):\n    {body}\n", encoding="utf-8")
         study = tmp_path / "study"
-        t0 = time.monotonic()
+        # no wall-clock bound here (a busy machine is slow, issue 24): a metric that were not
+        # stopped would hang the tuner past the suite's timeout; the state below is the behaviour
         code = main(_args(tiny_model, tiny_dataset, study, "--task-metric", f"{metric}:score",
                           "--measure-timeout", "5"))
-        assert time.monotonic() - t0 < 50
         assert code == 1  # the default route failed: the study cannot rank routes
         with open_store(study, readonly=True) as store:
             first = store.candidates()[0]
@@ -181,7 +181,7 @@ class TestStudyFiles:
         capsys.readouterr()
         (study / "inputs.npz").unlink()
         np.savez(ds, x=np.zeros((8, 16), np.float32))  # the dataset changed meanwhile
-        assert main(["tune", "--study", str(study), "--continue", "--quiet"]) == 2
+        assert main(["tune", "--study", str(study), "--continue", "--extend", "--quiet"]) == 2
         assert "no longer reproduces them" in _one_line_error(capsys)
 
     def test_a_drift_point_cut_short_is_redone(self):

@@ -29,4 +29,6 @@ def test_each_built_candidate_stores_a_profile(tmp_path, tiny_model, tiny_datase
         profile = load_profile(study, rec.number)
         assert profile is not None and Path(info["path"]).is_file()
         assert profile.layers and {"mm1", "mm2"} <= {o for lay in profile.layers for o in lay.origins}
-        assert len(rec.samples_ms) >= QUICK["min_samples"]  # the samples are the measured ones
+        # the samples are the measured ones (the profile's runs are not among them); how many the
+        # time cap allowed depends on the machine's load, so the count is not asserted (issue 24)
+        assert rec.samples_ms and len(rec.samples_ms) == rec.latency.n_samples

@@ -47,14 +47,15 @@ class TestResume:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen(_tune(study, tiny_model, tiny_dataset), cwd=REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while len(_finished(study)) < 4 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
+        # kill once some candidates are committed, however long a busy machine takes to get there
+        # (a time limit here made the outcome depend on the load: 'assert 0 >= 4', issue 24)
+        while len(_finished(study)) < 2 and proc.poll() is None:
+            time.sleep(0.05)
         assert proc.poll() is None, proc.stdout.read().decode()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         before = {r.number: r for r in _finished(study)}
-        assert len(before) >= 4
+        assert len(before) >= 2
 
         done = subprocess.run(_tune(study, tiny_model, tiny_dataset, "--continue"), cwd=REPO,
                               env=env, capture_output=True, text=True, timeout=300)

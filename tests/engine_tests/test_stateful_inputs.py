@@ -125,7 +125,7 @@ def test_a_study_recorded_without_a_gate_still_continues(tmp_path, tiny_model, t
         config = {**store.config(), "no_gate": False, "max_candidates": 2}
     with sqlite3.connect(study / "study.sqlite") as conn:
         conn.execute("UPDATE study SET config = ? WHERE id = 1", (json.dumps(config),))
-    assert main(["tune", "--study", str(study), "--continue", "--quiet"]) == 0
+    assert main(["tune", "--study", str(study), "--continue", "--extend", "--quiet"]) == 0
     with open_store(study, readonly=True) as store:
         assert len(store.candidates()) == 2
 

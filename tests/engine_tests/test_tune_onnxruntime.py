@@ -114,7 +114,7 @@ class TestTuneOnnxRuntime:
         with open_store(study) as store:
             fp = store.fingerprint()
             store.set_fingerprint({**fp, "device": "H200 (another machine)"})
-        assert main(["tune", "--study", str(study), "--continue", "--quiet"]) == 2
+        assert main(["tune", "--study", str(study), "--continue", "--extend", "--quiet"]) == 2
         err = capsys.readouterr().err
         assert "device (study: H200 (another machine), now:" in err
         assert "--force" in err

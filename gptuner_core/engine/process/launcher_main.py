@@ -128,14 +128,15 @@ def cuda_reason() -> str:
     return ""
 
 
-def unsafe_reason(kind: str = "cpu") -> str:
-    """Why forking this process now would not give a clean child ("" when it would)."""
+def unsafe_reason(kind: str = "cpu", *, own_threads: int = 0) -> str:
+    """Why forking this process now would not give a clean child ("" when it would);
+    ``own_threads``: threads of the launcher's own that will be gone before the first fork."""
     try:
         threads = len(os.listdir("/proc/self/task"))
     except OSError as exc:
         return f"cannot count the launcher's threads ({exc})"
-    if threads != 1:
-        return f"the launcher has {threads} threads (a fork needs exactly 1)"
+    if threads - own_threads != 1:
+        return f"the launcher has {threads - own_threads} threads (a fork needs exactly 1)"
     loaded = [name for name in KINDS[kind][1] if name in sys.modules]
     if loaded:
         return f"the launcher has imported {', '.join(loaded)}"
@@ -161,6 +162,34 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
         sock.send(json.dumps(message).encode())
 
 
+def _preload(names: list[str], parent_pid: int, kind: str) -> str:
+    """Import ``names``, stopping at the first that makes a fork unsafe (returned: the caller
+    retries with the modules before it; "" when all are safe). A caller killed meanwhile
+    (imports take seconds on a busy machine) ends the launcher at once, not after them: a
+    watcher thread, joined before the first fork (a fork needs exactly one thread)."""
+    import threading
+
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            if os.getppid() != parent_pid:
+                os._exit(0)
+
+    watcher = threading.Thread(target=watch, name="gptuner-launcher-watch", daemon=True)
+    watcher.start()
+    try:
+        for name in names:
+            with contextlib.suppress(Exception):  # a child imports what the launcher could not
+                importlib.import_module(name)
+            if unsafe_reason(kind, own_threads=1):
+                return name
+        return ""
+    finally:
+        done.set()
+        watcher.join()
+
+
 def serve(config: dict[str, Any]) -> None:
     """Main loop of the launcher process (started by :class:`Launcher`)."""
     sigint = signal.getsignal(signal.SIGINT)
@@ -168,13 +197,7 @@ def serve(config: dict[str, Any]) -> None:
     ctrl = socket.socket(fileno=int(config["fd"]))
     kind = str(config.get("kind", "cpu"))
     warmed: dict[str, str] = {}
-    unsafe_after = ""
-    for name in config["preload"]:
-        with contextlib.suppress(Exception):  # a child imports what the launcher could not
-            importlib.import_module(name)
-        if unsafe_reason(kind):  # stop here: the caller retries with the modules before it
-            unsafe_after = name
-            break
+    unsafe_after = _preload(config["preload"], int(config["parent_pid"]), kind)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
