@@ -38,8 +38,11 @@ class GatePair:
     baseline_eval: IsolatedEvaluator
 
 
-def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_from: Path) -> IsolatedEvaluator:
-    """An evaluator over ``workdir`` whose golden outputs (and reference metric) are those in ``golden_from``."""
+def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_from: Path,
+               roots: tuple[Path, ...] = ()) -> IsolatedEvaluator:
+    """An evaluator over ``workdir`` whose golden outputs (and reference metric) are those in
+    ``golden_from``; ``roots``: the folders (the verified bundle, a given artifact's) whose
+    artifacts it may measure besides its own."""
     from gptuner_core.engine.evaluator import IsolatedEvaluator
     from gptuner_core.engine.evaluator import StudyContext
     from gptuner_core.engine.workspace import StudyWorkspace
@@ -49,7 +52,7 @@ def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_f
     for name in ("golden.npz", "reference.json"):
         if (golden_from / name).is_file() and not (workdir / name).exists():
             shutil.copy2(golden_from / name, workdir / name)
-    return IsolatedEvaluator(StudyContext(config=config, workspace=ws, inputs=inputs))
+    return IsolatedEvaluator(StudyContext(config=config, workspace=ws, inputs=inputs), artifact_roots=roots)
 
 
 def bundle_inputs(bundle: Bundle) -> StudyInputs:
@@ -160,9 +163,10 @@ def prepare(
         golden = _golden_on(bundle, config, inputs, workdir / "reference")
     else:
         inputs, golden = bundle_inputs(bundle), bundle.root
-    cand_eval = _evaluator(config, inputs, workdir / "candidate", golden)
+    roots = (bundle.root, *((Path(artifact).absolute().parent,) if artifact is not None else ()))
+    cand_eval = _evaluator(config, inputs, workdir / "candidate", golden, roots)
     base_cfg = config.replace(model=str(bundle.model or bundle.config.get("model") or config.model))
-    base_eval = _evaluator(base_cfg, inputs, workdir / "baseline", golden)
+    base_eval = _evaluator(base_cfg, inputs, workdir / "baseline", golden, roots)
     if artifact is not None:
         rec = CandidateRecord(
             number=CANDIDATE, requested_route=route or bundle.route, state=CandidateState.COMPLETE,

@@ -86,8 +86,11 @@ def study_evaluator(workspace: StudyWorkspace, config: StudyConfig) -> IsolatedE
 class IsolatedEvaluator:
     """Real builds and measurements, each in a fresh isolated process."""
 
-    def __init__(self, ctx: StudyContext) -> None:
+    def __init__(self, ctx: StudyContext, *, artifact_roots: tuple[Path, ...] = ()) -> None:
         self.ctx = ctx
+        #: folders besides the study's own whose artifacts may be re-measured: the regression
+        #: gate's verified bundle and the artifact given on its command line, never a stored path
+        self.artifact_roots = artifact_roots
 
     # -- jobs ------------------------------------------------------------------------------
     def job(self, route: str, **changes: Any) -> ChildJob:
@@ -300,8 +303,11 @@ class IsolatedEvaluator:
 
     def remeasure_job(self, record: CandidateRecord, scale: float = 1.0) -> ChildJob:
         from gptuner_core.storage.paths import confined
+        from gptuner_core.storage.paths import inside
 
-        artifact = str(confined(record.artifact_path, self.ctx.workspace.root, what="artifact"))
+        path = record.artifact_path
+        root = next((r for r in self.artifact_roots if path and inside(path, r)), self.ctx.workspace.root)
+        artifact = str(confined(path, root, what="artifact"))
         return self.job(
             record.requested_route, artifact=artifact,
             effective_route=record.effective_route, info=record.extra.get("info", {}),

@@ -93,7 +93,7 @@ class FaultyBackend(Backend):
             Knob(name="-ort:threads", values=("0", "1"), default="0", help="intra-op threads"),
             Knob(name="-fault:label", values=("a", "b"), default="a",
                  help="changes nothing in the artifact (its routes are duplicates)"),
-            Knob(name="-fault:sleep_ms", values=("0", "100", "200", "300"), default="0",
+            Knob(name="-fault:sleep_ms", values=("0", "100", "200", "300", "1500"), default="0",
                  help="sleep this long in the build (slow builds)"),
             Knob(name="-fault:call_ms", values=("0", "40"), default="0",
                  help="sleep this long in every timed call (slow engines: few latency samples)"),

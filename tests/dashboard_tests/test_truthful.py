@@ -79,7 +79,7 @@ def test_route_counts_never_exceed_the_space() -> None:
     expr = Expression.parse("-quant:mode=[off|qdq|qoperator|dynamic] -quant:reduce_range=[off|on] "
                             "-quant:weight_type=[int8|int4] -ort:intra_op_num_threads=[0|1|2]", db)
     assert expr.count("full") == 48
-    assert max(c.high for c in strategy_counts(expr)) == 48
+    assert max(c.high for c in strategy_counts(expr) if c.high is not None) == 48  # None: no fixed count
     # the default route left out of the space is measured too: one more, never two
     apart = Expression.parse("-quant:mode=[qdq|dynamic] -quant:reduce_range=[off|on]", db)
     assert max(c.high for c in strategy_counts(apart)) == 5

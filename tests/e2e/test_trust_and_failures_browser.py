@@ -26,7 +26,9 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 
 def test_a_failed_launch_shows_its_cause(tmp_path: Path, browser_page) -> None:
-    """A real detached launch whose tuner exits at once (the model file is not ONNX)."""
+    """A real detached launch whose tuner exits at once: the model was a valid ONNX file when the
+    launch checked it (a bad one is refused before anything is written, issue 24) and is
+    overwritten right after, before the detached tuner reads it."""
     from playwright.sync_api import expect
 
     from gptuner_core.config import StudyConfig
@@ -36,10 +38,11 @@ def test_a_failed_launch_shows_its_cause(tmp_path: Path, browser_page) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     bad = tmp_path / "broken.onnx"
-    bad.write_bytes(b"not an onnx model")
+    bad.write_bytes((ROOT / "assets" / "mlp_digits.onnx").read_bytes())
     data = ROOT / "assets" / "mlp_digits_eval.npz"
     launch_config(StudyConfig(model=str(bad), backend="onnxruntime", dataset=str(data), epsilon=1e-3,
                               expression="-quant:mode=[off|qdq]"), ws / "broken")
+    bad.write_bytes(b"not an onnx model")
     deadline = time.monotonic() + 60
     while is_running(ws / "broken"):
         assert time.monotonic() < deadline, "the failing tuner did not exit"

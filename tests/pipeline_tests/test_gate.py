@@ -44,7 +44,7 @@ def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
 def test_slower_model_is_a_regression(bundle: Path, tmp_path: Path) -> None:
     rc, res = _gate(bundle, slowed(tmp_path / "slow.onnx"), tmp_path)
     assert rc == 1, res
-    assert res["decision"] == "regression" and res["ci"][0] > 1.5
+    assert res["decision"] == "regression" and res["ci"][0] > 1.0  # how much slower is a timing figure
     assert res["accuracy"]["losses"]["logits"] < 1e-9  # the no-op branch keeps the outputs
     case = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase")
     assert case.find("failure").get("type") == "regression"

@@ -12,7 +12,8 @@ import pytest
 from gptuner_core.cli import main
 
 
-FIGURES = {"accuracy_latency", "speedups", "history", "knob_effects", "samples", "drift"}
+FIGURES = {"accuracy_latency", "speedups", "history", "knob_effects", "samples", "drift",
+           "search_curve_builds", "search_curve_seconds"}
 
 
 @pytest.fixture(scope="module")

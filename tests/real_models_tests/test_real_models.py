@@ -133,9 +133,10 @@ def manifest() -> dict[str, dict[str, Any]]:
 def task_metric(entry: dict[str, Any]) -> str:
     """``top1`` or this checkout's metrics file (a manifest built from another checkout names
     that checkout's file: only the function name is taken from it)."""
-    if ":" not in entry["task_metric"]:  # top1 or a built-in (detection(...), topk, tokens)
-        return entry["task_metric"]
-    return f"{METRICS}:{entry['task_metric'].rpartition(':')[2]}"
+    text = entry["task_metric"]
+    if text.partition("(")[0] in ("top1", "detection", "topk", "tokens"):  # built-in metrics
+        return text
+    return f"{METRICS}:{text.rpartition(':')[2]}"  # ctc_exact_match, text_mask_iou, ...
 
 
 def tune_argv(entry: dict[str, Any], case: Case, study: Path) -> list[str]:
