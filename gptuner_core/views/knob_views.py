@@ -58,16 +58,17 @@ def eligible_timed(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _thin(df: pd.DataFrame, max_points: int, selected: Sequence[int]) -> pd.DataFrame:
-    """At most ``max_points`` rows (the fastest quarter and an even spread), selected ones kept."""
+    """At most ``max_points`` rows (the fastest quarter and an even spread of the rest) plus
+    the selected ones."""
     if len(df) <= max_points:
         return df
-    from gptuner_core.views.explore import _spread_sample
-
-    keep = _spread_sample(df, max_points)
+    ordered = df.sort_values("median_ms")
+    best = ordered.head(max_points // 4)
+    rest = ordered.iloc[max_points // 4:]
+    step = max(1, len(rest) // (max_points - len(best)))
+    keep = ordered.loc[best.index.append(rest.index[::step])].head(max_points)
     extra = df[df["number"].isin(list(selected)) & ~df.index.isin(keep.index)]
-    import pandas as pd
-
-    return keep if extra.empty else pd.concat([keep, extra])
+    return keep if extra.empty else ordered.loc[keep.index.append(extra.index)]
 
 
 def _jitter(numbers: pd.Series, width: float = 0.3) -> list[float]:

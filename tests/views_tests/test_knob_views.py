@@ -74,3 +74,12 @@ def test_parallel_coordinates_every_varied_knob_with_words() -> None:
     fig = explore.parallel_coordinates_figure(df)
     dims = {d.label: list(d.ticktext or ()) for d in fig.data[0].dimensions}
     assert dims["-a"] == ["fp16", "int8"] and dims["-b"] == ["2", "10", "(x)"]
+
+
+def test_large_study_thinned_keeps_selection() -> None:
+    n = 10_000
+    df = _frame([1.0 + (i % 97) for i in range(n)], [str(i % 5) for i in range(n)],
+                [str(i % 3) for i in range(n)])
+    trace = kv.slice_grid_figure(df, selected=[9_999], max_points=500).data[0]
+    numbers = [int(c[0]) for c in trace.customdata]
+    assert len(numbers) <= 501 and 9_999 in numbers
