@@ -37,3 +37,20 @@ def test_knob_views_render_and_highlight(finished_workspace, monkeypatch) -> Non
     at.button(key="res_sel_clear").click().run()
     assert not at.exception and state.SELECTED not in at.session_state or \
         "digits-study" not in at.session_state[state.SELECTED]
+
+
+def test_a_chart_selection_becomes_the_studys_selection(finished_workspace, monkeypatch) -> None:
+    """Points a chart reports selected (box/lasso/click) are shared; an emptied chart keeps them."""
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(finished_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.session_state["res_view"] = "Slice"
+    at.run()
+    at.switch_page("pages/4_Results.py").run()
+    points = [{"customdata": [3]}, {"customdata": [5]}, {"customdata": [3]}]
+    at.session_state["res_slice"] = {"selection": {"points": points, "box": [], "lasso": []}}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[state.SELECTED] == {"digits-study": [3, 5]}
+    at.session_state["res_slice"] = {"selection": {"points": [], "box": [], "lasso": []}}
+    at.run()
+    assert at.session_state[state.SELECTED] == {"digits-study": [3, 5]}
