@@ -187,6 +187,8 @@ def slice_grid_figure(df: pd.DataFrame, knobs: Sequence[str] | None = None, *,
 
     knobs = list(knob_columns(df) if knobs is None else knobs)
     sub = _thin(eligible_timed(df), max_points, selected)
+    if any(len(k) > 24 for k in knobs):  # long knob names: fewer, wider columns, titles apart
+        cols = min(cols, 2)
     cols = max(1, min(cols, len(knobs) or 1))
     rows = max(1, -(-len(knobs) // cols))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=knobs or None,

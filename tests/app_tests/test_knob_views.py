@@ -27,6 +27,8 @@ def test_knob_views_render_and_highlight(finished_workspace, monkeypatch) -> Non
         titles = [c["layout"]["title"]["text"] for c in _charts(at)]
         assert any(t.startswith(title) for t in titles), (view, titles)
         assert any("#2" in m.value for m in at.caption), view  # the selection bar
+        if view == "Contour":  # the two most important knobs (Importance tab) by default
+            assert any("intra_op_threads × -ort:graph_optimization_level" in t for t in titles)
     at.segmented_control(key="res_view").set_value("Contour").run()
     at.selectbox(key="res_kx_digits-study").set_value("-ort:fp16_weights").run()
     assert not at.exception, at.exception
