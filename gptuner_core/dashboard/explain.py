@@ -48,6 +48,20 @@ def explanation(study: Path, number: int | None) -> Explanation | None:
         return None
 
 
+def importance_order(study: Path) -> list[str]:
+    """Knob names, most important first, from the cached explanation (Results' Importance tab);
+    empty, silently, when there is nothing to explain yet."""
+    from gptuner_core.dashboard import data
+    from gptuner_core.profiles import profile_path
+
+    try:
+        stamp = _mtime(profile_path(study, 0))
+        expl = _explanation(str(study), data.revision(study), None, (stamp, stamp))
+    except GptunerError:
+        return []
+    return [i.knob for i in sorted(expl.importance, key=lambda i: -i.importance)]
+
+
 @st.cache_resource(max_entries=128, ttl=3600, show_spinner=False)
 def _profile(path: str, number: int, stamp: int) -> LayerProfile | None:
     from gptuner_core.profiles import load_profile

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 TABLE_ROWS = 2000
 TABS = ("Accuracy vs latency", "Speedup", "History", "Knob effect", "Parallel coordinates",
-        "Timeline", "Latency EDF", "Importance", "Table", "Measurement health", "Notes")
+        "Contour", "Rank", "Slice", "Timeline", "Latency EDF", "Importance", "Table", "Measurement health", "Notes")
 
 
 def _picked_links(numbers: list[int]) -> None:
@@ -36,25 +36,114 @@ def _picked_links(numbers: list[int]) -> None:
     c2.page_link("pages/6_Compare.py", label="Compare", icon=":material/compare_arrows:")
 
 
+def selected(study: Path) -> list[int]:
+    """Candidate numbers selected in any Results view of ``study`` (highlighted in the others)."""
+    return list((state.get(state.SELECTED) or {}).get(study.name, []))
+
+
+def take_selection(study: Path, key: str) -> list[int]:
+    """The points chart ``key`` reports selected (read before the chart is drawn, so this run's
+    figures already highlight them); a selection that differs from the one the chart reported
+    last becomes the study's selection. An emptied chart keeps the shared selection (a chart
+    redrawn with new highlights forgets its own); "Clear selection" clears it."""
+    event = st.session_state.get(key)
+    try:
+        points = event["selection"]["points"] or []
+    except (KeyError, TypeError):
+        points = []
+    picked = sorted({int(p["customdata"][0]) for p in points
+                     if isinstance(p, dict) and p.get("customdata") is not None})
+    seen = dict(state.get(state.SEEN) or {})
+    if picked != seen.get(key, []):
+        seen[key] = picked
+        state.put(state.SEEN, seen)
+        if picked:
+            state.put(state.SELECTED, {**(state.get(state.SELECTED) or {}), study.name: picked})
+    return picked
+
+
+def selection_bar(study: Path) -> None:
+    chosen = selected(study)
+    if not chosen:
+        st.caption("Select points (click, box or lasso) in Accuracy vs latency or Slice: the other "
+                   "views highlight them.")
+        return
+    c1, c2 = st.columns([4, 1])
+    c1.caption(f"Highlighted: {', '.join(f'#{n}' for n in chosen[:12])}"
+               + (f" and {len(chosen) - 12} more" if len(chosen) > 12 else ""))
+    if c2.button("Clear selection", key="res_sel_clear"):
+        state.put(state.SELECTED, {k: v for k, v in (state.get(state.SELECTED) or {}).items()
+                                   if k != study.name})
+        st.rerun()
+
+
+SELECT_MODES = ("points", "box", "lasso")
+
+
 @st.cache_resource(max_entries=32, ttl=3600, show_spinner=False)
 def _scatter(path: str, rev: tuple[int, ...], epsilon: float | None, metric: str, log_y: bool,
-             winner: int | None, _ranked: pd.DataFrame) -> object:
+             winner: int | None, chosen: tuple[int, ...], _ranked: pd.DataFrame) -> object:
     """The scatter of one store revision at one ε (reruns for selections and toggles reuse it;
     the figure is never mutated by the page)."""
     return views.accuracy_latency_figure(_ranked, epsilon=epsilon, metric=metric, log_y=log_y,
-                                         winner=winner)
+                                         winner=winner, selected=chosen)
 
 
 def scatter_tab(study: Path, ranked: pd.DataFrame, *, epsilon: float | None, metric: str,
                 winner: int | None) -> None:
     log_y = st.toggle("Log-scale accuracy axis", value=bool(state.get(state.LOG_Y)), key="res_logy")
     state.put(state.LOG_Y, log_y)
-    fig = _scatter(str(study), data.revision(study), epsilon, metric, log_y, winner, ranked)
-    event = st.plotly_chart(fig, key="res_scatter", on_select="rerun", selection_mode="points")
-    points = (event.selection.points if event is not None else []) or []
-    picked = [int(p["customdata"][0]) for p in points if p.get("customdata")]
+    picked = take_selection(study, "res_scatter")
+    selection_bar(study)
+    fig = _scatter(str(study), data.revision(study), epsilon, metric, log_y, winner,
+                   tuple(selected(study)), ranked)
+    st.plotly_chart(fig, key="res_scatter", on_select="rerun", selection_mode=SELECT_MODES)
     if picked:
         _picked_links(picked)
+
+
+def _knob_pair(study: Path, ranked: pd.DataFrame) -> tuple[str, str] | None:
+    """Two varied knobs (selectboxes shared by Contour and Rank), by default the two most
+    important on the Importance tab, else the first two."""
+    from gptuner_core.dashboard import explain as ex
+
+    knobs = views.knob_columns(ranked)
+    if len(knobs) < 2:
+        st.info("These views need two knobs that vary among the candidates.")
+        return None
+    order = [k for k in ex.importance_order(study) if k in knobs]
+    first = order + [k for k in knobs if k not in order]
+    c1, c2 = st.columns(2)
+    x = c1.selectbox("x knob", knobs, index=knobs.index(first[0]), key=f"res_kx_{study.name}")
+    y = c2.selectbox("y knob", knobs, index=knobs.index(first[1]), key=f"res_ky_{study.name}")
+    return x, y
+
+
+def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
+    """Contour, Rank and Slice (``views.knob_views``) with the shared selection highlighted."""
+    from gptuner_core.views import knob_views as kv
+
+    if view == "Slice":
+        take_selection(study, "res_slice")
+        selection_bar(study)
+        if not views.knob_columns(ranked):
+            st.info("No knob takes more than one value among these candidates.")
+            return
+        st.plotly_chart(kv.slice_grid_figure(ranked, selected=selected(study)), key="res_slice",
+                        on_select="rerun", selection_mode=SELECT_MODES)
+        return
+    selection_bar(study)
+    pair = _knob_pair(study, ranked)
+    if pair is None:
+        return
+    if view == "Contour":
+        colour = st.segmented_control("Colour", ["median latency", "best speed-up"],
+                                      default="median latency", key="res_contour_c")
+        value = "speedup" if colour == "best speed-up" else "median_ms"
+        fig = kv.contour_figure(ranked, *pair, value=value, selected=selected(study))
+        st.plotly_chart(fig, key="res_contour")
+    else:
+        st.plotly_chart(kv.rank_figure(ranked, *pair, selected=selected(study)), key="res_rank")
 
 
 def knob_tab(ranked: pd.DataFrame) -> None:
@@ -196,6 +285,8 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
         knob_tab(ranked)
     elif view == "Parallel coordinates":
         st.plotly_chart(parallel_coordinates_figure(ranked), key="res_parcoords")
+    elif view in ("Contour", "Rank", "Slice"):
+        knob_views_tab(view, study, ranked)
     elif view == "Timeline":
         timeline_tab(study, snap)
     elif view == "Latency EDF":

@@ -23,6 +23,8 @@ EXPRESSION = "gptuner.expression"  # expression built in the knob explorer, offe
 LAST_LAUNCH = "gptuner.last_launch"  # {"study", "pid", "command"} of the last Start
 RESUME_ASK = "gptuner.resume_ask"  # study name whose Resume waits for the code confirmation
 LOG_Y = "gptuner.log_y"  # accuracy axis in log scale (results)
+SELECTED = "gptuner.selected"  # {study name: candidate numbers selected in a Results view}
+SEEN = "gptuner.selection_seen"  # {chart key: the selection that chart last reported}
 TRUSTED_UPLOADS = "gptuner.trusted_uploads"  # uploaded .py/.pt2 models the user confirmed
 AUTO_NAME = "gptuner.auto_name"  # the study name New run last derived from the model
 PENDING_STUDY = "gptuner.pending_study"  # {"name", "dir"}: the folder New run's Start creates
@@ -42,6 +44,8 @@ DEFAULTS: dict[str, Any] = {
     LAST_LAUNCH: None,
     RESUME_ASK: None,
     LOG_Y: True,
+    SELECTED: {},
+    SEEN: {},
     TRUSTED_UPLOADS: (),
     KEPT: {},
     SAVED: "",

@@ -23,6 +23,7 @@ from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import knob_columns
 from gptuner_core.views.figures import _layout
 from gptuner_core.views.figures import latency_axis
+from gptuner_core.views.knob_views import levels as value_levels
 
 
 def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFrame:
@@ -37,7 +38,8 @@ def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFr
 
 
 def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000) -> go.Figure:
-    """One axis per knob that varies, then latency and loss; one line per measured candidate,
+    """One axis per knob that varies (every one, words and numbers alike; numbers in numeric
+    order), then latency and loss; one line per measured candidate,
     coloured by latency (darker is faster)."""
     import numpy as np
     import plotly.graph_objects as go
@@ -47,7 +49,7 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000) -> g
     dims = []
     for knob in knob_columns(df):
         values = sub[f"knob:{knob}"].fillna("(default)").astype(str)
-        levels = sorted(values.unique())
+        levels = value_levels(values)
         codes = values.map({v: i for i, v in enumerate(levels)})
         dims.append({"label": knob, "values": codes, "tickvals": list(range(len(levels))),
                      "ticktext": levels})

@@ -16,6 +16,8 @@ from typing import Any
 
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
     import plotly.graph_objects as go
 
@@ -157,6 +159,7 @@ def accuracy_latency_figure(
     log_y: bool = True,
     winner: int | None = None,
     max_points: int = 5000,
+    selected: Sequence[int] = (),
 ) -> go.Figure:
     """Accuracy loss vs median latency: one marker style per category, grouped duplicates, the
     Pareto front (markers, so a single point shows), the winner (star; only a route the verdict
@@ -228,6 +231,15 @@ def accuracy_latency_figure(
                            f"{wrap_hover(row['route'].iloc[0] or '(default route)')}"],
                 hoverinfo="text",
             ))
+    chosen = timed[timed["number"].isin(list(selected))]
+    if len(chosen):
+        fig.add_trace(go.Scatter(
+            x=chosen["median_ms"], y=ys(chosen["max_loss"]), mode="markers",
+            name=f"selected ({len(chosen)})", customdata=chosen[["number"]].to_numpy(),
+            marker={"size": 18, "color": "rgba(0,0,0,0)", "line": {"color": "#e377c2", "width": 3}},
+            hovertext=[f"selected #{n}, {m:.4g} ms" for n, m in
+                       zip(chosen["number"], chosen["median_ms"], strict=True)], hoverinfo="text",
+        ))
     if epsilon is not None:
         fig.add_hline(y=epsilon, line={"dash": "dash", "color": "#d62728"},
                       annotation_text=f"ε = {epsilon:g}", annotation_position="top left")
