@@ -33,10 +33,10 @@ class DryRunCommand(Command):
     help = "count and list the build routes of a tunable expression (trtexec --dryRun)"
     description = (
         "Parse a tunable expression with trtexec's grammar and print the route count, then\n"
-        "the routes as '[i]:<route>' in trtexec's order. 'mixed' is refused, as by trtexec:\n"
-        "its phase 2 depends on measurements. Every other strategy of 'gptuner tune' is\n"
-        "accepted: one that picks routes from measurements (fast_tpe, the default of tune,\n"
-        "tpe, gp, random, ...) is previewed by the number of builds it will spend."
+        "the routes as '[i]:<route>' in trtexec's order. Every strategy of 'gptuner tune' is\n"
+        "accepted: 'mixed' lists its phase 1 (trtexec refuses --dryRun with mixed) and says how\n"
+        "many builds phase 2 may add; one that picks routes from measurements (fast_tpe, the\n"
+        "default of tune, tpe, gp, bo, random, ...) is previewed by the builds it will spend."
     )
     value_options = ("--knob-db", "--backend", "--model", "--expr", "--expr-file")
 
@@ -69,18 +69,15 @@ class DryRunCommand(Command):
             expr = Expression.from_file(args.expr_file, db)
         if args.search not in ("fast", "full", "mixed"):
             return _strategy_preview(expr, db, args)
-        total = expr.count(args.search)
-        if args.search == "mixed":
-            msg = (
-                f"--dryRun cannot be used with --tuningSearch=mixed: phase 2 depends on "
-                f"measurements (phase 1 has {total} build route configurations; "
-                f"use --search fast to list them)"
-            )
-            raise UsageError(msg)
+        order = "fast" if args.search == "mixed" else args.search  # mixed's phase 1 is fast's order
+        total = expr.count(order)
         print(f"Expanded to {total} build route configurations")
-        print(f"--dryRun: {total} build routes would be tried:")
+        if args.search == "mixed":
+            _mixed_preview(expr, args)
+        else:
+            print(f"--dryRun: {total} build routes would be tried:")
         shown = 0
-        for line in dry_run_lines(expr, args.search, args.limit):
+        for line in dry_run_lines(expr, order, args.limit):
             print(line)
             shown += 1
         if shown < total:
@@ -116,3 +113,16 @@ def _strategy_preview(expr, db, args: argparse.Namespace) -> int:  # noqa: ANN00
               f"expression has {space} routes); it chooses routes as it goes, so they cannot be "
               "listed in advance")
     return 0
+
+
+def _mixed_preview(expr, args: argparse.Namespace) -> None:  # noqa: ANN001
+    """``mixed``: phase 1 is listed (fast's order); phase 2 is a product of the knobs phase 1
+    found to matter, so only its most is known in advance (trtexec refuses --dryRun here)."""
+    from gptuner_core.views.builder import strategy_counts
+
+    (count,) = strategy_counts(expr, max_candidates=args.max_candidates, names=["mixed"])
+    more = (count.high or 0) - (count.low or 0)
+    print(f"--search mixed: {count.low}-{count.high} builds: phase 1's {count.low} routes below, then "
+          f"up to {more} more in phase 2, chosen from phase 1's measurements (they cannot be "
+          "listed in advance; trtexec refuses --dryRun with mixed)")
+    print(f"--dryRun: {count.low} build routes would be tried in phase 1:")

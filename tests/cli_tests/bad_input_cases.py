@@ -202,7 +202,6 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     (["dry-run", "--knob-db", "{db}", "--expr", "-conv_lowering=[on|off]", "--limit", "-1"], ["--limit", "-1"]),
     (["dry-run", "--knob-db", "{db}", "--expr", "-conv_lowering=[on|off]", "--limit", "x"], ["--limit", "'x'"]),
     (["dry-run", "--knob-db", "{db}", "--expr", "-conv_lowering=[on|off]", "--search", "tpee"], ["--search", "'tpee'"]),
-    (["dry-run", "--knob-db", "{db}", "--expr", "-conv_lowering=[on|off]", "--search", "mixed"], ["mixed"]),
     (["dry-run", "--knob-db", "{db}", "--expr-file", "{none}"], ["{none}"]),
     (["dry-run", "--knob-db", "{db}", "--expr-file", "{e}"], ["Empty"]),
     (["dry-run", "--knob-db", "{db}", "--expr", "x", "--expr-file", "{x}"], ["not allowed with"]),

@@ -185,13 +185,19 @@ class TestDryRun:
             "... 4 more (--limit 2)",
         ]
 
-    def test_mixed_refused_with_phase1_count(self, capsys):
+    def test_mixed_lists_phase1_and_says_what_phase2_may_add(self, capsys):
+        """Issue 25: dry-run accepts every strategy tune accepts (mixed was refused, as by
+        trtexec): phase 1 is listed in fast's order, phase 2 only bounded."""
         code, out, err = run(
             capsys, "dry-run", "--knob-db", DB, "--expr", self.EXPR, "--search", "mixed"
         )
-        assert_one_line_error(code, out, err, "--dryRun cannot be used with --tuningSearch=mixed")
-        assert "phase 1 has 4 build route configurations" in err
-        assert out == ""
+        assert code == 0 and err == ""
+        lines = out.splitlines()
+        assert lines[0] == "Expanded to 4 build route configurations"
+        assert lines[1].startswith("--search mixed: 4-") and "phase 2" in lines[1]
+        assert lines[2] == "--dryRun: 4 build routes would be tried in phase 1:"
+        fast = run(capsys, "dry-run", "--knob-db", DB, "--expr", self.EXPR, "--search", "fast")[1]
+        assert lines[3:] == fast.splitlines()[2:]
 
     def test_trtexec_message_for_bad_expression(self, capsys):
         code, out, err = run(

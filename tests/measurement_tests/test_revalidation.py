@@ -105,7 +105,8 @@ print(json.dumps(list(r.samples_ms)))
 @pytest.mark.slow
 def test_real_matmul_gain_is_declared_in_fresh_processes() -> None:
     """Default 160x160 matmul, an identical twin, and 128x128 (half the flops) in fresh
-    single-threaded processes: the smaller size is declared the winner, the twin is ~1.0x. The
+    single-threaded processes: the twin is never declared faster, a winner only with its interval
+    above 1.0 (quiet, the smaller size wins: benchmarks/real_effect.py). The
     effect is large on purpose: with 146x146 (~24 % fewer flops) a noisy CI machine gave
     "inconclusive after 6 rounds ... CI [0.911, 1.969]", which is the right verdict for that noise
     and not what this test is about."""
@@ -126,6 +127,9 @@ def test_real_matmul_gain_is_declared_in_fresh_processes() -> None:
         return json.loads(out.stdout)
 
     res = revalidate_sequential([1, 2], 0, measure_fresh, SequentialPlan(max_rounds=6), seed=0)
-    assert res.winner == 2, res.message
-    assert 1.4 < res.contender(2).estimate.point < 2.6
-    assert 0.85 < res.contender(1).estimate.point < 1.15
+    # behaviour, not a timing outcome (issue 24: the suite passes on a busy machine; how often
+    # the gain is found is benchmarks/real_effect.py's figure): the identical twin is never
+    # declared faster, and a declared winner is the smaller size with an interval above 1.0
+    assert res.winner in (2, None), res.message
+    if res.winner == 2:
+        assert res.contender(2).estimate.low > 1.0
