@@ -63,8 +63,10 @@ class TestEffects:
     def test_layer_diff_against_the_default_names_quantized_convs(self, cnn_study):
         e = explain(cnn_study, 2)
         assert e.layer_diff is not None
-        top = e.layer_diff.sources()[0]
-        assert top.op == "Conv" and "QLinearConv" in top.b_kinds and top.b_precision == "INT8"
+        # which layer leads depends on the machine's timing (MaxPool was seen first under two CPU
+        # hogs): the quantized Convs are named among the sources, whatever their rank
+        convs = [s for s in e.layer_diff.sources() if s.op == "Conv"]
+        assert convs and any("QLinearConv" in s.b_kinds and s.b_precision == "INT8" for s in convs)
 
     def test_states_of_the_study(self, cnn_study):
         recs = _by_route(cnn_study)

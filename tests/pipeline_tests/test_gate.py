@@ -32,9 +32,10 @@ def _gate(bundle: Path, model: Path, tmp_path: Path, *extra: str) -> tuple[int, 
 
 def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
     rc, res = _gate(bundle, SAMPLE, tmp_path)
-    assert rc == 0, res
-    assert res["decision"] in ("no_change", "improvement")
-    assert res["ci"][1] < 1.5 and res["accuracy"]["losses"]["logits"] == 0
+    # behaviour, not a timing outcome (issue 24): the same model is never a regression; on a busy
+    # machine the interval may stay wide (inconclusive, exit 3) instead of passing
+    assert (rc, res["decision"]) in ((0, "no_change"), (0, "improvement"), (3, "inconclusive")), res
+    assert res["accuracy"]["losses"]["logits"] == 0
     suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("tests") == "1"
     md = (tmp_path / "gate.md").read_text()
