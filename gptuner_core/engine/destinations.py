@@ -49,9 +49,18 @@ OUTPUT_SUFFIXES = ("", ".json", ".bundle")
 
 
 def _studies_around(target: Path) -> list[Path]:
-    """Study folders ``target`` is in or is (a folder holding study.sqlite or study.json)."""
-    return [p for p in [target, *target.parents]
-            if (p / "study.sqlite").exists() or (p / "study.json").exists()]
+    """Study folders ``target`` is in or is: a folder holding study.sqlite, or study.json unless
+    it is a bundle (finished or cut short: a bundle carries a copy of its study's study.json, and
+    ``tune --output X`` replaces the ``X.bundle`` it wrote before)."""
+    from gptuner_core.bundle.manifest import MANIFEST
+    from gptuner_core.bundle.staging import is_partial_bundle
+
+    def is_study(p: Path) -> bool:
+        if (p / "study.sqlite").exists():
+            return True
+        return (p / "study.json").exists() and not ((p / MANIFEST).exists() or is_partial_bundle(p))
+
+    return [p for p in [target, *target.parents] if is_study(p)]
 
 
 def check_destination(

@@ -247,3 +247,21 @@ def test_a_creation_temp_file_alone_is_cleaned(tmp_path: Path, capsys: pytest.Ca
     assert main(["tune", "--study", str(folder), "--continue", "--quiet"]) == 2
     _one_line_refusal(capsys, "cut short", "again")
     assert not leftover.exists()
+
+
+@pytest.mark.parametrize("left", ["partial", "finished"])
+def test_output_beside_a_bundle_it_wrote_before(left: str, study: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Defect (CI, kill harness): killed while writing `--output s01.out`'s bundle, the resumed
+    tune refused with "--output 's01.out' is the study folder 's01.out.bundle', which already holds
+    a study": the bundle's copy of study.json made the bundle look like a study."""
+    copy = _copy(study, tmp_path)
+    out = tmp_path / "s01.out"
+    assert main(["bundle", str(copy), "-o", f"{out}.bundle"]) == 0
+    if left == "partial":
+        (out.with_name(out.name + ".bundle") / "manifest.json").unlink()
+    _sql(copy, "UPDATE meta SET value = '\"stopped\"' WHERE key = 'status'")
+    capsys.readouterr()
+    rc = main(["tune", "--study", str(copy), "--continue", "--quiet", "--output", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    assert (out.with_name(out.name + ".bundle") / "manifest.json").is_file()
