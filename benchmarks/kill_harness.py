@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -45,6 +44,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _kill_observe import environment  # noqa: E402
+from _kill_observe import folder_state  # noqa: E402
+from _kill_observe import our_processes  # noqa: E402
+from _kill_observe import read_study  # noqa: E402
+from _kill_observe import show_status  # noqa: E402
+from _kill_observe import tail  # noqa: E402
+from _kill_observe import wait_orphans  # noqa: E402
 
 from gptuner_core.storage import STORE_FILENAME  # noqa: E402
 from gptuner_core.storage import open_store  # noqa: E402
@@ -52,7 +60,6 @@ from gptuner_core.storage import open_store  # noqa: E402
 
 EXPR = "-ort:graph_optimization_level=[all|basic|extended] -ort:intra_op_num_threads=[0|1]"
 MEASURE = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 60, "max_time_s": 0.5}
-MARKER = "GPTUNER_KILL_HARNESS"
 #: aim -> (folder whose new entries arm it, progress phase word, (low, high) delay after arming)
 AIMS = {
     "creation": (None, None, (0.0, 0.5)), "early": (None, None, (0.0, 3.0)), "random": (None, None, (0.0, 12.0)),
@@ -117,93 +124,6 @@ def tune_argv(study: Path, *, resume: bool, expr: str) -> list[str]:
     return argv
 
 
-def environment(token: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    if token:
-        env[MARKER] = token
-    return env
-
-
-def ancestors() -> set[int]:
-    """This process and its ancestors (their command lines may name the study folders)."""
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            break
-    return pids
-
-
-def our_processes(token: str, study: Path | None) -> list[tuple[int, str]]:
-    """Live processes (not zombies) carrying ``token`` in their environment or naming ``study``."""
-    found, mine = [], ancestors()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) in mine:
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-            if stat[0] in ("Z", "X"):
-                continue
-            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            try:
-                marked = f"{MARKER}={token}".encode() in Path(entry.path, "environ").read_bytes()
-            except OSError:
-                marked = False
-        except (OSError, IndexError):
-            continue
-        if marked or (study is not None and str(study) in cmdline):
-            found.append((int(entry.name), cmdline.strip()))
-    return found
-
-
-def wait_orphans(token: str, study: Path, grace: float) -> list[tuple[int, str]]:
-    deadline = time.monotonic() + grace
-    while (left := our_processes(token, study)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for pid, _ in left:  # clean up so the next launch starts clean (they are ours)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return left
-
-
-def tail(path: Path, lines: int = 3) -> str:
-    text = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
-    return " | ".join(line.strip() for line in text[-lines:]) or "(no output)"
-
-
-# -- the store and the folder ------------------------------------------------------------------
-def read_study(study: Path) -> dict[str, Any]:
-    """What the store says, or why it cannot be read (read-only, never blocks the tuner)."""
-    if not (study / STORE_FILENAME).is_file():
-        return {"initialised": False, "why": f"no {STORE_FILENAME}"}
-    try:
-        with open_store(study, readonly=True) as store:
-            config = store.config()
-            records = store.candidates(with_samples=True)
-            return {
-                "initialised": bool(config), "records": [r.to_json() for r in records],
-                "status": store.get_meta("status"), "winner": store.get_meta("winner"),
-                "baselines": sorted(e.payload.get("after_candidate") for e in store.events("baseline")),
-                "revalidations": len(store.events("revalidation")),
-                "why": "" if config else "store without a configuration",
-            }
-    except Exception as exc:  # noqa: BLE001 - StoreError, sqlite3.Error...: the folder state is the finding
-        return {"initialised": False, "why": f"{type(exc).__name__}: {exc}"}
-
-
-def folder_state(study: Path) -> str:
-    if not study.exists():
-        return "folder absent"
-    names = sorted(p.name + ("/" if p.is_dir() else f" ({p.stat().st_size} B)") for p in study.iterdir())
-    info = read_study(study)
-    store = (f"store initialised, {len(info['records'])} candidates, status {info['status']!r}"
-             if info["initialised"] else f"store: {info['why']}")
-    return f"{', '.join(names) or 'empty'}; {store}"
-
-
 def observed_phase(study: Path, since: float, resume: bool) -> str:
     """What the tuner was doing: the newest entry since the launch under the phase folders."""
     if not (study / STORE_FILENAME).exists():
@@ -217,15 +137,6 @@ def observed_phase(study: Path, since: float, resume: bool) -> str:
             for entry in os.scandir(study / sub):
                 best = max(best, (entry.stat().st_mtime, phase))
     return best[1]
-
-
-def show_status(study: Path) -> str:
-    """The status word of ``gptuner show`` (first line ``study DIR: STATUS ...``), or its error."""
-    out = subprocess.run([sys.executable, "-m", "gptuner_core", "show", str(study), "--limit", "1"],
-                         capture_output=True, text=True, env=environment(None), timeout=120, check=False)
-    first = (out.stdout.strip().splitlines() or [""])[0]
-    m = re.match(r"study .*?: (\S+)", first)
-    return m.group(1) if m else f"(show failed: {(out.stderr or out.stdout).strip()[-200:]})"
 
 
 # -- one launch --------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.round_prefetch import RoundPrefetch
     from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
@@ -91,6 +92,8 @@ class IsolatedEvaluator:
         #: folders besides the study's own whose artifacts may be re-measured: the regression
         #: gate's verified bundle and the artifact given on its command line, never a stored path
         self.artifact_roots = artifact_roots
+        self._turn: dict[str, Any] | None = None  # the measuring cores' turn, once known
+        self._prefetch: RoundPrefetch | None = None  # re-validation rounds started together
 
     # -- jobs ------------------------------------------------------------------------------
     def job(self, route: str, **changes: Any) -> ChildJob:
@@ -293,7 +296,7 @@ class IsolatedEvaluator:
     def _measure_turn(self) -> dict[str, Any]:
         """With overlap on, a re-measurement runs on the measuring cores too (builds may run
         beside it on the others: ``engine.scale.overlap``)."""
-        if not hasattr(self, "_turn"):
+        if self._turn is None:
             from gptuner_core.engine.scale.overlap import core_split
             from gptuner_core.engine.scale.overlap import overlap_enabled
 
@@ -318,7 +321,7 @@ class IsolatedEvaluator:
         from gptuner_core.engine.rounds import record_split
 
         workdir = self.ctx.workspace.root / purpose
-        prefetched = self._prefetch.take(purpose) if getattr(self, "_prefetch", None) else None
+        prefetched = self._prefetch.take(purpose) if self._prefetch is not None else None
         res = prefetched or self._run(REMEASURE_TARGET, self.remeasure_job(record, scale), workdir,
                                       self._timeouts())
         record_split(workdir, res)
@@ -333,7 +336,7 @@ class IsolatedEvaluator:
     def prefetch_rounds(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
         """Start these re-measurements now; each waits for its turn after loading
         (``engine.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
-        if getattr(self, "_prefetch", None) is None:
+        if self._prefetch is None:
             from gptuner_core.engine.round_prefetch import RoundPrefetch
             from gptuner_core.engine.scale.overlap import core_split
 
@@ -342,5 +345,5 @@ class IsolatedEvaluator:
         self._prefetch.start(calls)
 
     def cancel_prefetched(self) -> None:
-        if getattr(self, "_prefetch", None) is not None:
+        if self._prefetch is not None:
             self._prefetch.cancel_all()

@@ -21,8 +21,10 @@ the same rules with candidates in flight.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from typing import TYPE_CHECKING
+from typing import Any
 
 from gptuner_core.engine.loop_parts import MAX_SKIPS
 from gptuner_core.engine.loop_parts import Budget
@@ -83,6 +85,20 @@ def held(device_lock: DeviceLock | None, sink: Sink) -> Iterator[None]:
         device_lock.release()
 
 
+def _device_wait_ends_study(loop: Callable[..., LoopEnd]) -> Callable[..., LoopEnd]:
+    """A device wait that ends (stopped, or given up) ends the study instead of raising."""
+
+    @functools.wraps(loop)
+    def run(**kwargs: Any) -> LoopEnd:
+        try:
+            return loop(**kwargs)
+        except DeviceWaitEnded as exc:
+            return LoopEnd(status=StudyStatus.STOPPED if exc.stopped else StudyStatus.FAILED, reason=str(exc))
+
+    return run
+
+
+@_device_wait_ends_study
 def run_loop(
     *,
     strategy: Strategy,
@@ -97,27 +113,6 @@ def run_loop(
     device_lock: DeviceLock | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
-    try:
-        return _run_loop(strategy=strategy, evaluator=evaluator, history=history, key=key,
-                         budget=budget, sink=sink, space_size=space_size, search=search,
-                         scale_out=scale_out, device_lock=device_lock)
-    except DeviceWaitEnded as exc:
-        return LoopEnd(status=StudyStatus.STOPPED if exc.stopped else StudyStatus.FAILED, reason=str(exc))
-
-
-def _run_loop(
-    *,
-    strategy: Strategy,
-    evaluator: Evaluator,
-    history: list[CandidateRecord],
-    key: Callable[[str], str],
-    budget: Budget,
-    sink: Sink,
-    space_size: int,
-    search: str,
-    scale_out: ScaleOut | None,
-    device_lock: DeviceLock | None,
-) -> LoopEnd:
     if scale_out is not None:
         from gptuner_core.engine.scale.parallel import run_parallel
         from gptuner_core.engine.scale.pools import make_pool
