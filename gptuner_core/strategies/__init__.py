@@ -48,6 +48,7 @@ _STRATEGIES: dict[str, str] = {
     "race": "gptuner_core.strategies.race:RaceStrategy",
     "bo": "gptuner_core.strategies.bo:BoStrategy",
     "local": "gptuner_core.strategies.local:LocalStrategy",
+    "hybrid": "gptuner_core.strategies.hybrid:HybridStrategy",
 }
 
 #: The strategy ``gptuner tune`` uses when none is given (justified by the benchmark).
