@@ -1,20 +1,23 @@
-"""``hybrid``: ``bo``'s model proposes, a model-guided local search polishes, basins restart.
+"""``hybrid``: ``bo``'s model proposes, a model-ordered local search climbs, basins restart.
 
 ``bo`` alone settles in one basin: its worst seeds spend their last 150 builds around a local
 optimum (a route none of whose one-off neighbours is faster) at 68-78 % of the optimum of the
-convolution spaces (benchmarks/search_scale.py, issue 28). Here, after the same random start,
-proposals alternate between
+convolution spaces (benchmarks/search_scale.py, issue 28); local search with restarts escapes
+but is slow without a model. After ``bo``'s random start, one proposal in ``cycle`` is ``bo``'s
+own (sampled pool, feasibility constraint, acquisition portfolio); the others are *local*:
 
-* a *global* turn: ``bo``'s own proposal (sampled pool, feasibility constraint, acquisition
-  portfolio), and
-* *local* turns around a centre: the best route so far that is not near a finished basin. The
-  candidates are the centre's one-off neighbours and random two/three-off ones; the GP ranks
-  them by expected improvement over the centre, among those about as likely to build as the
-  likeliest. A centre whose one-off neighbours are all evaluated, or that gave no improvement
-  in ``patience`` local turns, is a finished local optimum; the next centre is the best route at
-  least ``restart_distance`` knobs away from every finished one (or better than it), so the
-  search restarts in another basin without throwing away what the model learnt.
+* the centre is the best route so far that is not near a finished basin (``restart_distance``
+  knobs or fewer from a finished centre, and no faster);
+* the candidates are its untried one-off neighbours (``reach=3``: also random two/three-off
+  ones); the GP orders them by expected improvement over the centre, among those about as
+  likely to build as the likeliest; a faster neighbour becomes the centre at once;
+* a centre whose one-off neighbours are all tried (or ``patience`` turns spent) is a finished
+  local optimum. Every other time (``restart=random``) the next climb starts at a random route
+  likely to build, away from every finished centre, and follows its own best route until it
+  finishes; otherwise the centre is the best route elsewhere. The model keeps what it learnt.
 
+The model orders the climbs but never ends one: ending a climb when the GP gave no neighbour
+a 5 % chance of being faster lost 1-10 points at 200 builds (it is overconfident there).
 With a ``--warm-start`` prior it is ``bo`` (the prior already says where to look).
 """
 
@@ -46,12 +49,21 @@ class HybridStrategy(BoStrategy):
         "cycle": StrategyOption(
             description="one global (bo) turn in this many model proposals, the others local "
             "(1: bo alone)",
-            default=3, type=int,
+            default=4, type=int,
         ),
         "patience": StrategyOption(
             description="local turns around one centre without improvement before it counts "
             "as a finished local optimum",
-            default=12, type=int,
+            default=30, type=int,
+        ),
+        "restart": StrategyOption(
+            description="after a finished basin the next centre is the best route elsewhere "
+            "(best), or every other time a random route likely to build (random)",
+            default="random", choices=("best", "random"),
+        ),
+        "reach": StrategyOption(
+            description="local moves change at most this many knobs (1: one-off neighbours only)",
+            default=1, type=int, choices=(1, 3),
         ),
         "restart_distance": StrategyOption(
             description="a new centre differs from every finished one in at least this many "
@@ -70,7 +82,8 @@ class HybridStrategy(BoStrategy):
                 raise StrategyError(msg)
         self._done: list[tuple[tuple[int, ...], float]] = []  # finished centres, log latency
         self._centre: tuple[int, ...] | None = None
-        self._tries = 0
+        self._tries: dict[tuple[int, ...], int] = {}  # local turns spent around each centre
+        self._climb: set[tuple[int, ...]] = set()  # a climb from a random start: its routes
         self._global = 0
 
     def _turn(self) -> int:
@@ -101,9 +114,12 @@ class HybridStrategy(BoStrategy):
             self._global += 1
             return super().ask(history, pending)
         self._own += 1
-        return Proposal(route=self._route(choice), info={
-            "search": "hybrid", "phase": "local", "centre": str(self._route(self._centre)),
-            "finished": len(self._done)})
+        info = {"search": "hybrid", "phase": "local", "finished": len(self._done)}
+        if self._centre is None:  # a random start of a new climb
+            info["phase"] = "restart"
+        else:
+            info["centre"] = str(self._route(self._centre))
+        return Proposal(route=self._route(choice), info=info)
 
     def _neighbours(self, centre: tuple[int, ...], taken: set) -> tuple[Any, Any]:
         """Untaken one-off neighbours of ``centre``, then random two/three-off ones."""
@@ -145,24 +161,60 @@ class HybridStrategy(BoStrategy):
         import numpy as np
 
         rows = np.array(ok)
-        for _ in range(len(ok)):
-            at = self._pick_centre(ok, y, rows)
-            if at is None:
-                return None
+        for _ in range(len(ok) + 1):
+            if self._climb:  # a climb from a random start: its best route is the centre
+                mine = [i for i, t in enumerate(ok) if t in self._climb]
+                if not mine:  # the start failed to build (or is in flight): give it up
+                    self._climb = set()
+                    continue
+                at = mine[int(np.argmin(y[mine]))]
+            else:
+                at = self._pick_centre(ok, y, rows)
+                if at is None:
+                    return None
             centre = ok[at]
-            if centre != self._centre:
-                self._centre, self._tries = centre, 0
             one, far = self._neighbours(centre, taken)
-            if not len(one) or self._tries >= self.opts["patience"]:
-                self._done.append((centre, float(y[at])))
+            if len(one) and self._tries.get(centre, 0) < self.opts["patience"]:
+                pool = np.vstack([one, far]) if len(far) and self.opts["reach"] > 1 else one
+                choice = self._rank(pool, ok, y, bad, float(y[at]))
+                break
+            self._done.append((centre, float(y[at])))  # a local optimum: finished
+            restart = self.opts["restart"] == "random" and len(self._done) % 2 == 1
+            if self._climb or not restart:
+                self._climb = set()
                 continue
-            self._tries += 1
-            return self._rank(np.vstack([one, far]) if len(far) else one, ok, y, bad, float(y[at]))
-        return None
+            start = self._random_start(ok, bad, taken)  # every other restart: a random route
+            if start is not None:
+                self._climb = {start}
+                self._centre = None
+                return start
+        else:
+            return None
+        self._centre = centre
+        self._tries[centre] = self._tries.get(centre, 0) + 1
+        if self._climb:
+            self._climb.add(choice)
+        return choice
+
+    def _random_start(self, ok: list, bad: list, taken: set) -> tuple[int, ...] | None:
+        """A random route likely to build, ``restart_distance`` knobs or more from every
+        finished centre."""
+        import numpy as np
+
+        pool = self._rng.integers(0, self._sizes, size=(self.opts["pool"], len(self._sizes)))
+        pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
+        for centre, _ in self._done:
+            far = (pool != np.array(centre)).sum(1) >= self.opts["restart_distance"]
+            pool = pool[far] if far.any() else pool
+        if not len(pool):
+            return None
+        feasible = self._feasible(pool, self._features(pool), ok, bad)
+        likely = np.flatnonzero(feasible >= self.opts["min_feasible"] * feasible.max())
+        return tuple(int(j) for j in pool[likely[0]])
 
     def _rank(self, pool: Any, ok: list, y: Any, bad: list, centre_y: float) -> tuple[int, ...]:
         """The neighbour with the best expected improvement over the centre, among those about
-        as likely to build as the likeliest."""
+        as likely to build as the likeliest (the model orders the climb; it never ends it)."""
         import numpy as np
 
         from gptuner_core.strategies._gp import expected_improvement

@@ -60,7 +60,7 @@ def knobs_apart(x: str, y: str) -> int:
 def test_local_turns_polish_a_route_that_built(rec):
     """After bo's random start, two turns in three are local: a one/two/three-off neighbour of
     the centre, which is a route that built (the best so far unless its basin is finished)."""
-    res = simulate("hybrid", rec, 60, seed=2, budget_fraction=0.0)
+    res = simulate("hybrid", rec, 60, seed=2, budget_fraction=0.0, restart="best")
     assert not res.duplicates
     built: dict[str, float] = {}
     local = 0
@@ -77,18 +77,24 @@ def test_local_turns_polish_a_route_that_built(rec):
     assert local >= 25
 
 
-def test_a_finished_basin_restarts_elsewhere():
-    """The wide bowl draws the search; once its best stops improving for ``patience`` local
-    turns it is finished, and the next centre is at least ``restart_distance`` knobs away."""
-    space = two_basins()
-    res = simulate("hybrid", space, 120, seed=0, budget_fraction=0.0, patience=4)
-    centres = [(s.info["centre"], s.info["finished"]) for s in res.trace
-               if s.info.get("phase") == "local"]
-    assert max(f for _, f in centres) >= 1
-    before = [c for c, f in centres if f == 0]
-    after = [c for c, f in centres if f == 1]
-    assert before and after
-    assert knobs_apart(before[-1], after[0]) >= 3
+@pytest.mark.parametrize("restart", ["best", "random"])
+def test_a_finished_basin_restarts_elsewhere(restart):
+    """The wide bowl draws the search; once every one-off neighbour of its best is tried it is
+    finished, and the next climb starts at least ``restart_distance`` knobs away: at the best
+    route there (``best``) or, the first time, at a random route (``random``)."""
+    res = simulate("hybrid", two_basins(), 120, seed=0, budget_fraction=0.0, restart=restart)
+    steps = [s for s in res.trace if s.info.get("phase") in ("local", "restart")]
+    first = next(i for i, s in enumerate(steps) if s.info["finished"] >= 1)
+    assert first > 0
+    finished = steps[first - 1].info["centre"]  # the last centre before the first finish
+    after = steps[first]
+    if restart == "random":
+        assert after.info["phase"] == "restart"
+        assert knobs_apart(after.route, finished) >= 3
+        assert steps[first + 1].info["centre"] == after.route or after.state != "COMPLETE"
+    else:
+        assert after.info["phase"] == "local"
+        assert knobs_apart(after.info["centre"], finished) >= 3
 
 
 def test_finds_the_optimum_and_avoids_failures(rec):
