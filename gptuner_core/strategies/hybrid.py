@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 class HybridStrategy(BoStrategy):
     name = "hybrid"
     summary = (
-        "bo's Gaussian process proposes, a model-guided local search polishes the best route, "
+        "bo's Gaussian process proposes, a local search ordered by it climbs from the best route, "
         "and a finished basin restarts the search elsewhere; learns where routes fail. Samples "
         "candidates, so any space size."
     )
