@@ -65,7 +65,7 @@ def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None) 
         fr: list[list[float]] = []
         fails: list[float] = []
         for seed in range(seeds):
-            opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo") else {}
+            opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo", "hybrid", "auto") else {}
             opts.update((options or {}).get(name, {}))
             res = simulate(name, rec, budget, seed=seed, prior=prior, **opts)
             assert not res.duplicates, (name, res.duplicates[:3])

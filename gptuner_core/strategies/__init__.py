@@ -9,7 +9,9 @@ form are generated from.
 
 The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py):
 ``bo`` wins on the large Kernel Tuner spaces and with a warm-start prior
-(benchmarks/search_scale.py) but not on the small recorded sweeps, so it is not the default.
+(benchmarks/search_scale.py) but not on the small recorded sweeps, so it is not the default;
+nor is ``hybrid`` (bo + model-ordered local search with restarts: ahead of bo on one of three
+convolution spaces, level on the others, behind fast_tpe on the small sweeps; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ _STRATEGIES: dict[str, str] = {
     "race": "gptuner_core.strategies.race:RaceStrategy",
     "bo": "gptuner_core.strategies.bo:BoStrategy",
     "local": "gptuner_core.strategies.local:LocalStrategy",
+    "hybrid": "gptuner_core.strategies.hybrid:HybridStrategy",
 }
 
 #: The strategy ``gptuner tune`` uses when none is given (justified by the benchmark).

@@ -278,13 +278,13 @@ class BoStrategy(Strategy):
         done = np.array([np.dot(t, self._radix) for t in taken if t is not None], dtype=np.int64)
         return pool[first[~np.isin(codes, done)]]
 
-    def _score(self, pool: Any, ok: list, ys: list, bad: list) -> Any:
+    def _posterior(self, pool: Any, px: Any, ok: list, ys: list) -> tuple[Any, Any, float, Any]:
+        """Predicted log latency (mean, std) at the pool rows, the best so far (log), and the
+        source's value there (``None`` without a prior)."""
         import numpy as np
 
         from gptuner_core.strategies._gp import Gp
-        from gptuner_core.strategies._gp import expected_improvement
 
-        px = self._features(pool)
         y = np.array(ys)
         prior_pool = prior_obs = None
         if self._source_gp is not None:
@@ -306,8 +306,18 @@ class BoStrategy(Strategy):
         else:
             mean, std = base_pool + np.zeros(len(pool)), np.full(len(pool), 0.3)
             best = float(mean.min())
+        return mean, std, best, prior_pool
+
+    def _score(self, pool: Any, ok: list, ys: list, bad: list) -> Any:
+        import numpy as np
+
+        from gptuner_core.strategies._gp import expected_improvement
+
+        px = self._features(pool)
+        mean, std, best, prior_pool = self._posterior(pool, px, ok, ys)
+        y = np.array(ys)
         turns = _TURNS[self.opts["acquisition"]]
-        turn = turns[self._own % len(turns)]
+        turn = turns[self._turn() % len(turns)]
         if turn == 2 and self.opts["explore"] == "random":  # a random route likely to build
             acq = self._rng.random(len(pool)) + 1e-9
         elif turn == 2:  # optimistic bound: the region the model knows least about, if it can win
@@ -327,6 +337,10 @@ class BoStrategy(Strategy):
         # a constraint, not a weight: only routes nearly as likely to build as the likeliest
         # compete on expected improvement (EI x P alone still chased far, failing corners)
         return np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
+
+    def _turn(self) -> int:
+        """Which acquisition turn this proposal is (a subclass may count only some proposals)."""
+        return self._own
 
     def _feasible(self, pool: Any, px: Any, ok: list, bad: list) -> Any:
         """P(the route builds) per pool row (``feasibility_model``), times the source's verdict."""

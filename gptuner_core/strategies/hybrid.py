@@ -1,0 +1,227 @@
+"""``hybrid``: ``bo``'s model proposes, a model-ordered local search climbs, basins restart.
+
+``bo`` alone settles in one basin: its worst seeds spend their last 150 builds around a local
+optimum (a route none of whose one-off neighbours is faster) at 68-78 % of the optimum of the
+convolution spaces (benchmarks/search_scale.py, issue 28); local search with restarts escapes
+but is slow without a model. After ``bo``'s random start, one proposal in ``cycle`` is ``bo``'s
+own (sampled pool, feasibility constraint, acquisition portfolio); the others are *local*:
+
+* the centre is the best route so far that is not near a finished basin (``restart_distance``
+  knobs or fewer from a finished centre, and no faster);
+* the candidates are its untried one-off neighbours (``reach=3``: also random two/three-off
+  ones); the GP orders them by expected improvement over the centre, among those about as
+  likely to build as the likeliest; a faster neighbour becomes the centre at once;
+* a centre whose one-off neighbours are all tried (or ``patience`` turns spent) is a finished
+  local optimum. Every other time (``restart=random``) the next climb starts at a random route
+  likely to build, away from every finished centre, and follows its own best route until it
+  finishes; otherwise the centre is the best route elsewhere. The model keeps what it learnt.
+
+The model orders the climbs but never ends one: ending a climb when the GP gave no neighbour
+a 5 % chance of being faster lost 1-10 points at 200 builds (it is overconfident there).
+With a ``--warm-start`` prior it is ``bo`` (the prior already says where to look).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from typing import Any
+
+from gptuner_core.strategies._base import Proposal
+from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies.bo import BoStrategy
+
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gptuner_core.records import CandidateRecord
+
+
+class HybridStrategy(BoStrategy):
+    name = "hybrid"
+    summary = (
+        "bo's Gaussian process proposes, a local search ordered by it climbs from the best route, "
+        "and a finished basin restarts the search elsewhere; learns where routes fail. Samples "
+        "candidates, so any space size."
+    )
+    options = {
+        **BoStrategy.options,
+        "cycle": StrategyOption(
+            description="one global (bo) turn in this many model proposals, the others local "
+            "(1: bo alone)",
+            default=4, type=int,
+        ),
+        "patience": StrategyOption(
+            description="local turns around one centre without improvement before it counts "
+            "as a finished local optimum",
+            default=30, type=int,
+        ),
+        "restart": StrategyOption(
+            description="after a finished basin the next centre is the best route elsewhere "
+            "(best), or every other time a random route likely to build (random)",
+            default="random", choices=("best", "random"),
+        ),
+        "reach": StrategyOption(
+            description="local moves change at most this many knobs (1: one-off neighbours only)",
+            default=1, type=int, choices=(1, 3),
+        ),
+        "restart_distance": StrategyOption(
+            description="a new centre differs from every finished one in at least this many "
+            "knobs (unless it is faster)",
+            default=3, type=int,
+        ),
+    }
+
+    def __init__(self, space, **kw) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(space, **kw)
+        from gptuner_core.errors import StrategyError
+
+        for key in ("cycle", "patience", "restart_distance"):
+            if self.opts[key] < 1:
+                msg = f"strategy '{self.name}' option '{key}' must be >= 1 (got {self.opts[key]})"
+                raise StrategyError(msg)
+        self._done: list[tuple[tuple[int, ...], float]] = []  # finished centres, log latency
+        self._centre: tuple[int, ...] | None = None
+        self._tries: dict[tuple[int, ...], int] = {}  # local turns spent around each centre
+        self._climb: set[tuple[int, ...]] = set()  # a climb from a random start: its routes
+        self._global = 0
+
+    def _turn(self) -> int:
+        """bo's acquisition turns count only the global proposals (with a prior: all of them)."""
+        return self._own if self._source_gp is not None else self._global
+
+    def ask(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> Proposal | None:
+        import numpy as np
+
+        model = self._own >= self.opts["n_initial"] and self._source_gp is None
+        if not model or self._own % self.opts["cycle"] == 0 or not self._var:
+            if model:
+                self._global += 1
+            return super().ask(history, pending)
+        first = self.prelude(history, pending)
+        if first is not None:
+            return first
+        limit = self.opts["max_trials"]
+        if limit and self._own >= limit:
+            return None
+        taken = {self._tuple(r.requested_route) for r in history}
+        taken |= {self._tuple(p.route) for p in pending if p.remeasure_of is None}
+        ok, ys, bad = self._observations(history)
+        choice = self._local(ok, np.array(ys), bad, taken) if ok else None
+        if choice is None:  # nothing left to polish: a global turn
+            self._global += 1
+            return super().ask(history, pending)
+        self._own += 1
+        info = {"search": "hybrid", "phase": "local", "finished": len(self._done)}
+        if self._centre is None:  # a random start of a new climb
+            info["phase"] = "restart"
+        else:
+            info["centre"] = str(self._route(self._centre))
+        return Proposal(route=self._route(choice), info=info)
+
+    def _neighbours(self, centre: tuple[int, ...], taken: set) -> tuple[Any, Any]:
+        """Untaken one-off neighbours of ``centre``, then random two/three-off ones."""
+        import numpy as np
+
+        base, sizes = np.array(centre), self._sizes
+        ones = []
+        for d, size in enumerate(sizes):
+            rows = np.repeat(base[None, :], size, axis=0)
+            rows[:, d] = np.arange(size)
+            ones.append(np.delete(rows, centre[d], axis=0))
+        one = np.vstack(ones)
+        mask = self._rng.random((120, len(sizes))) < 2.5 / len(sizes)
+        far = np.where(mask, self._rng.integers(0, sizes, size=(120, len(sizes))), base)
+        apart = (far != base).sum(1)
+        far = far[(apart >= 2) & (apart <= 3)]
+
+        def untaken(rows: Any) -> Any:
+            if not len(rows):
+                return rows
+            rows = np.unique(rows, axis=0)
+            return rows[[tuple(int(j) for j in r) not in taken for r in rows]]
+        return untaken(one), untaken(far)
+
+    def _pick_centre(self, ok: list, y: Any, rows: Any) -> int | None:
+        """The best route not within ``restart_distance`` of a finished centre (or faster)."""
+        import numpy as np
+
+        free = np.ones(len(ok), dtype=bool)
+        for centre, value in self._done:
+            near = (rows != np.array(centre)).sum(1) < self.opts["restart_distance"]
+            free &= ~(near & (y >= value - 1e-12))
+        if not free.any():
+            return None
+        index = np.flatnonzero(free)
+        return int(index[np.argmin(y[index])])
+
+    def _local(self, ok: list, y: Any, bad: list, taken: set) -> tuple[int, ...] | None:
+        import numpy as np
+
+        rows = np.array(ok)
+        for _ in range(len(ok) + 1):
+            if self._climb:  # a climb from a random start: its best route is the centre
+                mine = [i for i, t in enumerate(ok) if t in self._climb]
+                if not mine:  # the start failed to build (or is in flight): give it up
+                    self._climb = set()
+                    continue
+                at = mine[int(np.argmin(y[mine]))]
+            else:
+                at = self._pick_centre(ok, y, rows)
+                if at is None:
+                    return None
+            centre = ok[at]
+            one, far = self._neighbours(centre, taken)
+            if len(one) and self._tries.get(centre, 0) < self.opts["patience"]:
+                pool = np.vstack([one, far]) if len(far) and self.opts["reach"] > 1 else one
+                choice = self._rank(pool, ok, y, bad, float(y[at]))
+                break
+            self._done.append((centre, float(y[at])))  # a local optimum: finished
+            restart = self.opts["restart"] == "random" and len(self._done) % 2 == 1
+            if self._climb or not restart:
+                self._climb = set()
+                continue
+            start = self._random_start(ok, bad, taken)  # every other restart: a random route
+            if start is not None:
+                self._climb = {start}
+                self._centre = None
+                return start
+        else:
+            return None
+        self._centre = centre
+        self._tries[centre] = self._tries.get(centre, 0) + 1
+        if self._climb:
+            self._climb.add(choice)
+        return choice
+
+    def _random_start(self, ok: list, bad: list, taken: set) -> tuple[int, ...] | None:
+        """A random route likely to build, ``restart_distance`` knobs or more from every
+        finished centre."""
+        import numpy as np
+
+        pool = self._rng.integers(0, self._sizes, size=(self.opts["pool"], len(self._sizes)))
+        pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
+        for centre, _ in self._done:
+            far = (pool != np.array(centre)).sum(1) >= self.opts["restart_distance"]
+            pool = pool[far] if far.any() else pool
+        if not len(pool):
+            return None
+        feasible = self._feasible(pool, self._features(pool), ok, bad)
+        likely = np.flatnonzero(feasible >= self.opts["min_feasible"] * feasible.max())
+        return tuple(int(j) for j in pool[likely[0]])
+
+    def _rank(self, pool: Any, ok: list, y: Any, bad: list, centre_y: float) -> tuple[int, ...]:
+        """The neighbour with the best expected improvement over the centre, among those about
+        as likely to build as the likeliest (the model orders the climb; it never ends it)."""
+        import numpy as np
+
+        from gptuner_core.strategies._gp import expected_improvement
+
+        px = self._features(pool)
+        mean, std, _, _ = self._posterior(pool, px, ok, list(y))
+        acq = expected_improvement(mean, std, centre_y, xi=0.0) + 1e-12
+        feasible = self._feasible(pool, px, ok, bad)
+        score = np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
+        return tuple(int(j) for j in pool[int(np.argmax(score))])

@@ -1,0 +1,134 @@
+"""``hybrid`` on small synthetic recordings made here (bo's 512-route bowl, and a two-basin space)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from gptuner_core.engine.simulate import simulate
+from gptuner_core.errors import StrategyError
+from gptuner_core.expressions import Expression
+from gptuner_core.knobs import KnobDatabase
+from gptuner_core.recording import Recording
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import LatencyStats
+from gptuner_core.routes import Route
+from gptuner_core.strategies import get_strategy
+from gptuner_core.strategies.warm_start import load_prior
+from tests.strategies_tests.test_bo import failed_share
+from tests.strategies_tests.test_bo import recording
+
+
+@pytest.fixture(scope="module")
+def rec() -> Recording:
+    return recording()
+
+
+def two_basins() -> Recording:
+    """``d=off``: a wide bowl, its best 1.0 at a=1, b=1; ``d=on``: slow (3.0) except a narrow,
+    deeper bowl (0.6) at a=6, b=6. Every route builds."""
+    knobs = {"-t:a": [str(v) for v in range(8)], "-t:b": [str(v) for v in range(8)],
+             "-t:c": ["1", "2", "3"], "-t:d": ["off", "on"]}
+    options = [{"option": k, "allowed_values": f"{k}=[{'|'.join(v)}]", "default_value": v[0],
+                "help": ""} for k, v in knobs.items()]
+    db = KnobDatabase.from_json({"tuner_version": "synthetic", "tuner_options": options})
+    text = " ".join(f"{k}=[{'|'.join(v)}]" for k, v in knobs.items())
+    records = []
+    for n, (a, b, c, d) in enumerate(itertools.product(*knobs.values())):
+        a, b, c = int(a), int(b), int(c)
+        if d == "off":
+            ms = 1.0 + 0.05 * ((a - 1) ** 2 + (b - 1) ** 2) + 0.05 * c
+        else:
+            ms = min(3.0, 0.6 + 0.4 * ((a - 6) ** 2 + (b - 6) ** 2) + 0.05 * c)
+        stats = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms, p99_ms=ms,
+                             cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
+        records.append(CandidateRecord(
+            number=n + 1, requested_route=f"-t:a={a} -t:b={b} -t:c={c} -t:d={d}",
+            state=CandidateState.COMPLETE, latency=stats, samples_ms=(ms,)))
+    return Recording(source="synthetic", db=db, expression=Expression.parse(text, db),
+                     search="full", records=tuple(records),
+                     config={"expression": text, "space": "exhaustive"})
+
+
+def knobs_apart(x: str, y: str) -> int:
+    a, b = dict(Route.parse(x).assignments), dict(Route.parse(y).assignments)
+    return sum(a.get(k) != b.get(k) for k in a.keys() | b.keys())
+
+
+def test_local_turns_polish_a_route_that_built(rec):
+    """After bo's random start, two turns in three are local: a one/two/three-off neighbour of
+    the centre, which is a route that built (the best so far unless its basin is finished)."""
+    res = simulate("hybrid", rec, 60, seed=2, budget_fraction=0.0, restart="best")
+    assert not res.duplicates
+    built: dict[str, float] = {}
+    local = 0
+    for step in res.trace:
+        if step.info.get("phase") == "local":
+            local += 1
+            centre = step.info["centre"]
+            assert centre in built
+            assert 1 <= knobs_apart(step.route, centre) <= 3
+            if not step.info["finished"]:  # no basin finished yet: the centre is the best
+                assert built[centre] == min(built.values())
+        if step.state == "COMPLETE":
+            built[step.route] = step.observed_ms
+    assert local >= 25
+
+
+@pytest.mark.parametrize("restart", ["best", "random"])
+def test_a_finished_basin_restarts_elsewhere(restart):
+    """The wide bowl draws the search; once every one-off neighbour of its best is tried it is
+    finished, and the next climb starts at least ``restart_distance`` knobs away: at the best
+    route there (``best``) or, the first time, at a random route (``random``)."""
+    res = simulate("hybrid", two_basins(), 120, seed=0, budget_fraction=0.0, restart=restart)
+    steps = [s for s in res.trace if s.info.get("phase") in ("local", "restart")]
+    first = next(i for i, s in enumerate(steps) if s.info["finished"] >= 1)
+    assert first > 0
+    finished = steps[first - 1].info["centre"]  # the last centre before the first finish
+    after = steps[first]
+    if restart == "random":
+        assert after.info["phase"] == "restart"
+        assert knobs_apart(after.route, finished) >= 3
+        assert steps[first + 1].info["centre"] == after.route or after.state != "COMPLETE"
+    else:
+        assert after.info["phase"] == "local"
+        assert knobs_apart(after.info["centre"], finished) >= 3
+
+
+def test_finds_the_optimum_and_avoids_failures(rec):
+    runs = [simulate("hybrid", rec, 60, seed=s, budget_fraction=0.0) for s in range(2)]
+    rnd = [simulate("random", rec, 60, seed=s) for s in range(2)]
+    assert all(r.found_optimum_fraction == pytest.approx(1.0) for r in runs)
+    assert max(failed_share(r) for r in runs) < 0.75 * min(failed_share(r) for r in rnd)
+
+
+def test_seeds_differ_and_a_seed_repeats(rec):
+    runs = [simulate("hybrid", rec, 30, seed=s, budget_fraction=0.0) for s in range(3)]
+    assert len({tuple(step.route for step in r.trace) for r in runs}) == 3
+    again = simulate("hybrid", rec, 30, seed=0, budget_fraction=0.0)
+    assert [s.route for s in again.trace] == [s.route for s in runs[0].trace]
+
+
+def test_the_harness_is_honest(rec):
+    """Same seed, a recording that agrees only on the routes asked: the same proposals."""
+    first = simulate("hybrid", rec, 40, seed=3, budget_fraction=0.0)
+    other = recording(scramble_except={s.route for s in first.trace})
+    second = simulate("hybrid", other, 40, seed=3, budget_fraction=0.0)
+    assert [s.route for s in second.trace] == [s.route for s in first.trace]
+
+
+def test_with_a_prior_it_is_bo(rec):
+    prior = load_prior([recording(shift=-1.0)], rec.expression)
+    hybrid = simulate("hybrid", rec, 15, seed=0, budget_fraction=0.0, prior=prior)
+    bo = simulate("bo", rec, 15, seed=0, budget_fraction=0.0, prior=prior)
+    assert [s.route for s in hybrid.trace] == [s.route for s in bo.trace]
+
+
+def test_options_are_checked(rec):
+    for key in ("cycle", "patience", "restart_distance"):
+        with pytest.raises(StrategyError, match=key):
+            get_strategy("hybrid", rec.expression, db=rec.db, **{key: 0})
+    with pytest.raises(StrategyError, match="acquisition"):
+        get_strategy("hybrid", rec.expression, db=rec.db, acquisition="nope")
