@@ -101,6 +101,7 @@ class Strategy(abc.ABC):
         self.seed = seed
         self.db = db
         self.opts = validate_options(self.name, self.options, options)
+        self._own = 0  # proposals the strategy made itself (the prelude's are not counted)
         self._defaults = dict(zip(space.names, space.defaults, strict=True))
         if db is not None:
             self._defaults.update({k.name: k.default for k in db})
@@ -169,6 +170,24 @@ class Strategy(abc.ABC):
             if self.key(route) not in seen:
                 return Proposal(route=route, info={"phase": "warm_start", "warm_index": i})
         return None
+
+    def opening(
+        self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
+    ) -> tuple[bool, Proposal | None]:
+        """How every ``ask`` capped by ``max_trials`` starts: ``(True, proposal)`` for the
+        prelude's route, ``(True, None)`` once ``max_trials`` own proposals (``_own``) were made,
+        ``(False, None)`` when it is the strategy's own turn."""
+        first = self.prelude(history, pending)
+        if first is not None:
+            return True, first
+        limit = self.opts.get("max_trials", 0)
+        return (True, None) if limit and self._own >= limit else (False, None)
+
+    def capped_plan(self, routes: int) -> int:
+        """Planned candidates: the prelude and ``routes`` own ones, at most ``max_trials`` own."""
+        total = routes + 1 + len(self.warm_start)
+        limit = self.opts.get("max_trials", 0)
+        return min(total, limit + 1 + len(self.warm_start)) if limit else total
 
     def baseline_record(self, history: Sequence[CandidateRecord]) -> CandidateRecord | None:
         return self.by_key(history).get(self.key(self.space.baseline()))

@@ -121,7 +121,6 @@ class OptunaStrategy(Strategy):
         self._pending: dict[str, Any] = {}  # route key -> optuna trial
         self._fast = iter(space.iter_routes("fast")) if self.opts.get("startup") == "fast" else None
         self._fallback = random_indices(space.count("full"), self.seed + 1)
-        self._own = 0
         self._space_keys: set[str] = set()
         self._worst = 0.0
         self._retries = self.opts["max_retries"]
@@ -229,12 +228,9 @@ class OptunaStrategy(Strategy):
         self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
     ) -> Proposal | None:
         self._sync(history)
-        first = self.prelude(history, pending)
-        if first is not None:
+        decided, first = self.opening(history, pending)
+        if decided:
             return first
-        limit = self.opts["max_trials"]
-        if limit and self._own >= limit:
-            return None
         seen = self.taken(history, pending)
         known = self.by_key(history)
         if self._fast is not None:
@@ -308,6 +304,4 @@ class OptunaStrategy(Strategy):
         return None
 
     def planned(self) -> int | None:
-        total = self.space.count("full") + 1 + len(self.warm_start)
-        limit = self.opts["max_trials"]
-        return min(total, limit + 1 + len(self.warm_start)) if limit else total
+        return self.capped_plan(self.space.count("full"))

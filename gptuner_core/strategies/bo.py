@@ -148,7 +148,6 @@ class BoStrategy(Strategy):
         self._parsed: dict[str, tuple[int, ...] | None] = {}
         self._hyper: dict[str, Any] = {}
         self._fitted_at: dict[str, int] = {}
-        self._own = 0
         self._source: dict[tuple[int, ...], float | None] = {}
         self._source_gp: Any = None
         if self.prior is not None:
@@ -373,12 +372,9 @@ class BoStrategy(Strategy):
     ) -> Proposal | None:
         import numpy as np
 
-        first = self.prelude(history, pending)
-        if first is not None:
+        decided, first = self.opening(history, pending)
+        if decided or not self._var:
             return first
-        limit = self.opts["max_trials"]
-        if (limit and self._own >= limit) or not self._var:
-            return None
         taken = {self._tuple(r.requested_route) for r in history}
         taken |= {self._tuple(p.route) for p in pending if p.remeasure_of is None}
         if len(taken - {None}) >= self._total:
@@ -409,6 +405,4 @@ class BoStrategy(Strategy):
         return None
 
     def planned(self) -> int | None:
-        limit = self.opts["max_trials"]
-        total = self._total + 1 + len(self.warm_start)
-        return min(total, limit + 1 + len(self.warm_start)) if limit else total
+        return self.capped_plan(self._total)

@@ -100,12 +100,9 @@ class HybridStrategy(BoStrategy):
             if model:
                 self._global += 1
             return super().ask(history, pending)
-        first = self.prelude(history, pending)
-        if first is not None:
+        decided, first = self.opening(history, pending)
+        if decided:
             return first
-        limit = self.opts["max_trials"]
-        if limit and self._own >= limit:
-            return None
         taken = {self._tuple(r.requested_route) for r in history}
         taken |= {self._tuple(p.route) for p in pending if p.remeasure_of is None}
         ok, ys, bad = self._observations(history)

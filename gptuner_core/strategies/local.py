@@ -46,7 +46,6 @@ class LocalStrategy(Strategy):
         self._restarts = random_indices(space.count("full"), self.seed)
         self._centre: str | None = None  # key of the climb's best route
         self._centre_route: Route | None = None
-        self._own = 0
 
     def _neighbours(self, route: Route) -> list[Route]:
         from gptuner_core.routes import Route
@@ -63,12 +62,9 @@ class LocalStrategy(Strategy):
     def ask(
         self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
     ) -> Proposal | None:
-        first = self.prelude(history, pending)
-        if first is not None:
+        decided, first = self.opening(history, pending)
+        if decided:
             return first
-        limit = self.opts["max_trials"]
-        if limit and self._own >= limit:
-            return None
         seen = self.taken(history, pending)
         known = self.by_key(history)
         if self._centre is not None:  # move to the best evaluated one-off of the centre

@@ -70,17 +70,13 @@ class RandomStrategy(Strategy):
             msg = f"strategy 'random' option 'max_trials' must be >= 0 (got {self.opts['max_trials']})"
             raise StrategyError(msg)
         self._indices = random_indices(space.count("full"), self.seed)
-        self._own = 0
 
     def ask(
         self, history: Sequence[CandidateRecord], pending: Sequence[Proposal] = ()
     ) -> Proposal | None:
-        first = self.prelude(history, pending)
-        if first is not None:
+        decided, first = self.opening(history, pending)
+        if decided:
             return first
-        limit = self.opts["max_trials"]
-        if limit and self._own >= limit:
-            return None
         seen = self.taken(history, pending)
         for index in self._indices:
             route = self.space.route_at("full", index)
@@ -90,6 +86,4 @@ class RandomStrategy(Strategy):
         return None
 
     def planned(self) -> int | None:
-        total = self.space.count("full") + 1 + len(self.warm_start)
-        limit = self.opts["max_trials"]
-        return min(total, limit + 1 + len(self.warm_start)) if limit else total
+        return self.capped_plan(self.space.count("full"))
