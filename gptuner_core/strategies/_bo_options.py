@@ -1,0 +1,67 @@
+"""The ``bo`` strategy's options and its acquisition turns (declared apart from the model)."""
+
+from __future__ import annotations
+
+from gptuner_core.strategies._base import StrategyOption
+
+
+#: acquisition turns: 0 greedy EI, 1 EI asking ~5 % more, 2 exploring, 3 polish the best
+TURNS = {"ei": (0,), "portfolio": (0, 1, 2, 3), "polish": (0, 3, 1, 3, 2, 3)}
+
+
+OPTIONS = {
+    "max_trials": StrategyOption(
+        description="stop after this many routes of its own (0: see budget_fraction)",
+        default=0, type=int,
+    ),
+    "budget_fraction": StrategyOption(
+        description=(
+            "when max_trials is 0: stop after max(fast one-offs, min(this share of the full "
+            "space, 4x the fast one-offs)) routes (0: run until the space is exhausted)"
+        ),
+        default=0.2, type=float,
+    ),
+    "n_initial": StrategyOption(
+        description="random routes before the model is used (with a prior: none)",
+        default=10, type=int,
+    ),
+    "pool": StrategyOption(
+        description="random candidates scored per proposal (besides the best's neighbours)",
+        default=300, type=int,
+    ),
+    "acquisition": StrategyOption(
+        description=(
+            "ei: expected improvement; portfolio: in turn greedy EI, EI asking ~5 %% more, "
+            "a lower confidence bound (explores more) and the best one-off neighbour of the "
+            "best route so far (polishes it); polish: half the turns polish"
+        ),
+        default="portfolio", choices=tuple(TURNS),
+    ),
+    "explore": StrategyOption(
+        description="the portfolio's exploring turn: a lower confidence bound, or a random "
+        "route among those likely to build",
+        default="lcb", choices=("lcb", "random"),
+    ),
+    "near_default": StrategyOption(
+        description="the default route's one-off neighbours are candidates too",
+        default=False, type=bool,
+    ),
+    "feasibility": StrategyOption(
+        description="learn where routes fail and weight candidates by P(builds)",
+        default=True, type=bool,
+    ),
+    "feasibility_model": StrategyOption(
+        description=(
+            "pairs: a route builds as often as its worst pair of knob values did; kernel: as "
+            "often as the routes near it did"
+        ),
+        default="kernel", choices=("kernel", "pairs"),
+    ),
+    "min_feasible": StrategyOption(
+        description=(
+            "only candidates whose P(builds) is at least this share of the likeliest "
+            "candidate's compete (0: P(builds) is only a weight)"
+        ),
+        default=0.8, type=float,
+    ),
+}
