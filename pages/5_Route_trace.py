@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptuner_core import views
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
@@ -62,7 +63,7 @@ with right:
 
 st.subheader("Latency")
 if rec.samples_ms:
-    st.plotly_chart(views.samples_histogram(rec.samples_ms), key="rt_hist")
+    charts.plotly(views.samples_histogram(rec.samples_ms), key="rt_hist")
 else:
     st.caption("No latency samples (the candidate was not measured).")
 if rec.telemetry:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gptuner_core import views
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
@@ -77,7 +78,7 @@ summary = summary.rename(columns={"speedup": "screening speedup"})  # never mist
 st.dataframe(summary, hide_index=True, width="stretch")
 samples = {f"#{r.number}": r.samples_ms for r in recs if r.samples_ms}
 if samples:
-    st.plotly_chart(views.overlaid_samples_figure(samples), key="cmp_hist")
+    charts.plotly(views.overlaid_samples_figure(samples), key="cmp_hist")
 else:
     st.caption("None of these candidates has latency samples.")
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import state
 from gptuner_core.errors import GptunerError
 
@@ -95,7 +96,7 @@ def render_layer_diff(study: Path, a: CandidateRecord, b: CandidateRecord, *, ke
     diff = diff_profiles(pa, pb, label_a=f"#{a.number}", label_b=f"#{b.number}",
                          latency_a=a.latency, latency_b=b.latency)
     (st.success if diff.significant else st.info)(diff.summary())
-    st.plotly_chart(ev.layer_diff_figure(diff), key=f"{key}_fig")
+    charts.plotly(ev.layer_diff_figure(diff), key=f"{key}_fig")
     table = ev.layer_diff_table(diff)
     only = st.checkbox("Only groups beyond noise", value=False, key=f"{key}_only")
     st.dataframe(table[table["cause"] != "within noise"] if only else table, hide_index=True,
@@ -125,7 +126,7 @@ def render_effects(expl: Explanation, *, key: str) -> None:
     if not expl.all_effects:
         st.caption("No knob takes more than one value in this study.")
         return
-    st.plotly_chart(ev.effects_figure(expl.all_effects), key=f"{key}_forest")
+    charts.plotly(ev.effects_figure(expl.all_effects), key=f"{key}_forest")
     st.dataframe(ev.effects_frame(expl.all_effects), hide_index=True, width="stretch", key=f"{key}_effects")
     st.markdown("**Importance** (share of explained log-latency variance; ridge regression, "
                 "200 bootstrap resamples)")
