@@ -285,7 +285,9 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
     elif view == "Knob effect":
         knob_tab(ranked)
     elif view == "Parallel coordinates":
-        charts.plotly(parallel_coordinates_figure(ranked), key="res_parcoords")
+        selection_bar(study)
+        charts.plotly(parallel_coordinates_figure(ranked, selected=selected(study)),
+                      key="res_parcoords")
     elif view in ("Contour", "Rank", "Slice"):
         knob_views_tab(view, study, ranked)
     elif view == "Timeline":
