@@ -21,6 +21,8 @@ from gptuner_core.errors import GptunerError
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from gptuner_core.records import CandidateRecord
@@ -56,6 +58,20 @@ class Header:
         from gptuner_core.records import CandidateState
 
         return sum(n for s, n in self.state_counts.items() if CandidateState(s).is_finished())
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def _derived(name: str, path: str, rev: tuple[int, ...], args: tuple[Any, ...],
+             _build: Callable[[], Any]) -> Any:
+    return _build()
+
+
+def derived(name: str, study_dir: str | Path, args: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """``build()`` once per store revision of the study and ``args`` (hashable): the figures and
+    frames a page would otherwise rebuild on every rerun (plotly figures cost 0.1-0.3 s each).
+    Callers must not mutate the result."""
+    path = str(Path(study_dir))
+    return _derived(name, path, revision(path), args, build)
 
 
 def revision(study_dir: str | Path) -> tuple[int, ...]:
