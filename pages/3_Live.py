@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gptuner_core import views
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
@@ -103,7 +104,7 @@ def live_panel() -> None:
               None if best is None else f"#{int(best['number'])} · {best['median_ms']:.4g} ms",
               delta_color="off")
     if ranked["median_ms"].notna().any():
-        st.plotly_chart(landing_figure(ranked), key="live_chart")
+        charts.plotly(landing_figure(ranked), key="live_chart")
     elif len(ranked):  # never an empty chart on made-up axes while the first route measures
         st.caption("No latency measured yet: the chart starts with the first measured route.")
     fails = views.recent_failures(s.records)

@@ -3,11 +3,10 @@ per-layer information, its log, and commands that reproduce it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from gptuner_core import views
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
@@ -62,7 +61,7 @@ with right:
 
 st.subheader("Latency")
 if rec.samples_ms:
-    st.plotly_chart(views.samples_histogram(rec.samples_ms), key="rt_hist")
+    charts.plotly(views.samples_histogram(rec.samples_ms), key="rt_hist")
 else:
     st.caption("No latency samples (the candidate was not measured).")
 if rec.telemetry:
@@ -110,16 +109,12 @@ widgets.notes_box(study, candidate=rec.number)
 st.subheader("Reproduce")
 backend_repro = {}
 try:
-    from gptuner_core.backends import get_backend
-    from gptuner_core.routes import Route
-
     name = str(snap.config.get("backend", "onnxruntime"))
     if ":" in name:  # a module:Class backend is code the study names: never imported here
         msg = f"backend '{name}' is outside the registry (not imported when a study is opened)"
         raise GptunerError(msg)
-    be = get_backend(name, {})
-    backend_repro = be.repro(Path(str(snap.config.get("model", ""))),
-                             Route.parse(rec.effective_route or rec.requested_route or ""))
+    backend_repro = data.backend_repro(name, str(snap.config.get("model", "")),
+                                       rec.effective_route or rec.requested_route or "")
 except (GptunerError, ImportError) as exc:
     st.caption(f"Backend-specific commands unavailable here: {exc}")
 for kind, cmd in views.repro_commands(snap.config, rec, study_dir=str(study),

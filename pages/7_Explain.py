@@ -58,7 +58,7 @@ else:
     ex.render_layer_diff(study, base, rec, key="ex_diff")
 
 st.subheader("Knob effects (all candidates; failures counted as failures)")
-ex.render_effects(expl, key="ex_eff")
+ex.render_effects(study, expl, key="ex_eff")
 
 st.subheader("Failure triage")
 ex.render_triage(expl, key="ex_tri")

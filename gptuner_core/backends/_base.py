@@ -137,6 +137,9 @@ class Backend(abc.ABC):
     #: tactics on the GPU, torch/Triton benchmark kernels, ONNX Runtime quantizes on the CPU it
     #: is measured on): such builds never overlap a measurement when building ahead
     build_uses_device: ClassVar[bool] = True
+    #: importing the framework costs seconds (torch): a long-lived process (the dashboard) asks
+    #: this backend about a model in a child process (:mod:`gptuner_core.backends.probe`)
+    heavy_import: ClassVar[bool] = False
     #: option name -> :class:`gptuner_core.options.Option` (a ``(description, default)`` pair
     #: is read as an Option taking any value); drives CLI help and the dashboard form.
     option_declarations: ClassVar[dict[str, Any]] = {}

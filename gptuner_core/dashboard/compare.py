@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard.workspace import study_dirs
 from gptuner_core.errors import GptunerError
@@ -45,5 +46,5 @@ def compare_studies(ws: Path) -> None:
         "default ms": st.column_config.NumberColumn(format="%.4g"),
         "best ms": st.column_config.NumberColumn(format="%.4g"),
     })
-    st.plotly_chart(edf_figure(frames), key="cmp_edf")
-    st.plotly_chart(best_so_far_figure(frames), key="cmp_best")
+    charts.plotly(edf_figure(frames), key="cmp_edf")
+    charts.plotly(best_so_far_figure(frames), key="cmp_best")

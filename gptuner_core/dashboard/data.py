@@ -21,6 +21,8 @@ from gptuner_core.errors import GptunerError
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from gptuner_core.records import CandidateRecord
@@ -56,6 +58,20 @@ class Header:
         from gptuner_core.records import CandidateState
 
         return sum(n for s, n in self.state_counts.items() if CandidateState(s).is_finished())
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def _derived(name: str, path: str, rev: tuple[int, ...], args: tuple[Any, ...],
+             _build: Callable[[], Any]) -> Any:
+    return _build()
+
+
+def derived(name: str, study_dir: str | Path, args: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """``build()`` once per store revision of the study and ``args`` (hashable): the figures and
+    frames a page would otherwise rebuild on every rerun (plotly figures cost 0.1-0.3 s each).
+    Callers must not mutate the result."""
+    path = str(Path(study_dir))
+    return _derived(name, path, revision(path), args, build)
 
 
 def revision(study_dir: str | Path) -> tuple[int, ...]:
@@ -148,13 +164,32 @@ def current_environment(backend: str) -> dict[str, str]:
     """This machine's fingerprint parts for ``backend`` (empty when it cannot run here)."""
     env: dict[str, str] = {"host": socket.gethostname()}
     try:
-        from gptuner_core.backends import get_backend
+        if _heavy(backend):  # torch: never imported in the server
+            from gptuner_core.backends.probe import environment
 
-        raw = get_backend(backend).environment()
+            raw = environment(backend)
+        else:
+            from gptuner_core.backends import get_backend
+
+            raw = get_backend(backend).environment()
     except (GptunerError, ImportError):
         return env
     env.update({k: str(v) for k, v in raw.items() if k in ("backend_version", "device", "driver", "runtime", "cpu_features")})
     return env
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def backend_repro(backend: str, model: str, route: str) -> dict[str, str]:
+    """The backend's own reproduce commands for ``route`` (``Backend.repro``); a heavy backend's
+    (torch) from a child process. Raises GptunerError or ImportError when it cannot say."""
+    if _heavy(backend):
+        from gptuner_core.backends.probe import repro
+
+        return repro(backend, model, route)
+    from gptuner_core.backends import get_backend
+    from gptuner_core.routes import Route
+
+    return get_backend(backend, {}).repro(Path(model), Route.parse(route))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -179,9 +214,26 @@ def backends() -> list[tuple[str, Any]]:
     return available_backends()
 
 
+@st.cache_resource(max_entries=16, show_spinner="Asking the backend about the model…")
+def _model_facts(backend: str, model: str, mtime_ns: int) -> Any:
+    """``ModelFacts`` from a child process (a heavy framework never loads in the server)."""
+    from gptuner_core.backends.probe import model_facts
+
+    return model_facts(backend, model)
+
+
+def _heavy(backend: str) -> bool:
+    from gptuner_core.backends import backend_class
+
+    return bool(getattr(backend_class(backend), "heavy_import", False))
+
+
 @st.cache_resource(max_entries=16, show_spinner="Reading the knob database…")
 def knob_database(backend: str, model: str, mtime_ns: int) -> Any:
-    """The backend's knob database for ``model`` (``KnobDatabase``)."""
+    """The backend's knob database for ``model`` (``KnobDatabase``); a backend whose framework
+    is heavy to import (torch) answers from a child process."""
+    if _heavy(backend):
+        return _model_facts(backend, model, mtime_ns).knob_db
     from gptuner_core.backends import get_backend
 
     return get_backend(backend).describe(Path(model))
@@ -219,7 +271,10 @@ def health(study_dir: str | Path) -> Any:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def input_specs(backend: str, model: str, mtime_ns: int) -> Any:
-    """The backend's input specs for ``model`` (``list[TensorSpec]``)."""
+    """The backend's input specs for ``model`` (``list[TensorSpec]``; a heavy backend's from a
+    child process, as :func:`knob_database`)."""
+    if _heavy(backend):
+        return list(_model_facts(backend, model, mtime_ns).input_specs)
     from gptuner_core.backends import get_backend
 
     return get_backend(backend).input_specs(Path(model))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import state
 from gptuner_core.errors import GptunerError
 
@@ -95,7 +96,7 @@ def render_layer_diff(study: Path, a: CandidateRecord, b: CandidateRecord, *, ke
     diff = diff_profiles(pa, pb, label_a=f"#{a.number}", label_b=f"#{b.number}",
                          latency_a=a.latency, latency_b=b.latency)
     (st.success if diff.significant else st.info)(diff.summary())
-    st.plotly_chart(ev.layer_diff_figure(diff), key=f"{key}_fig")
+    charts.plotly(ev.layer_diff_figure(diff), key=f"{key}_fig")
     table = ev.layer_diff_table(diff)
     only = st.checkbox("Only groups beyond noise", value=False, key=f"{key}_only")
     st.dataframe(table[table["cause"] != "within noise"] if only else table, hide_index=True,
@@ -118,25 +119,31 @@ def render_profile(study: Path, record: CandidateRecord, *, key: str) -> None:
     st.dataframe(ev.profile_frame(prof), hide_index=True, width="stretch", key=f"{key}_profile")
 
 
-def render_effects(expl: Explanation, *, key: str) -> None:
+def render_effects(study: Path, expl: Explanation, *, key: str) -> None:
     """Main effects (failure rate and speed-up with CIs), importance and interactions."""
+    from gptuner_core.dashboard import data
     from gptuner_core.views import explain as ev
 
     if not expl.all_effects:
         st.caption("No knob takes more than one value in this study.")
         return
-    st.plotly_chart(ev.effects_figure(expl.all_effects), key=f"{key}_forest")
-    st.dataframe(ev.effects_frame(expl.all_effects), hide_index=True, width="stretch", key=f"{key}_effects")
+    # study-wide numbers: the figure and frames are built once per store revision, not per rerun
+    fig, effects, importance, interactions = data.derived(
+        "explain_effects", study, (), lambda: (
+            ev.effects_figure(expl.all_effects), ev.effects_frame(expl.all_effects),
+            ev.importance_frame(expl.importance) if expl.importance else None,
+            ev.interactions_frame(expl.interactions) if expl.interactions else None))
+    charts.plotly(fig, key=f"{key}_forest")
+    st.dataframe(effects, hide_index=True, width="stretch", key=f"{key}_effects")
     st.markdown("**Importance** (share of explained log-latency variance; ridge regression, "
                 "200 bootstrap resamples)")
-    if expl.importance:
-        st.dataframe(ev.importance_frame(expl.importance), hide_index=True, width="stretch", key=f"{key}_imp")
+    if importance is not None:
+        st.dataframe(importance, hide_index=True, width="stretch", key=f"{key}_imp")
     else:
         st.caption("Too few eligible candidates (at least 3) to rank knobs.")
     st.markdown("**Pairwise interactions** (pair speed-up / product of the singles; 1.0 = additive)")
-    if expl.interactions:
-        st.dataframe(ev.interactions_frame(expl.interactions), hide_index=True, width="stretch",
-                     key=f"{key}_inter")
+    if interactions is not None:
+        st.dataframe(interactions, hide_index=True, width="stretch", key=f"{key}_inter")
     else:
         st.caption("No candidate changes exactly two knobs, so no interaction can be measured.")
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from gptuner_core import views
+from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 
@@ -97,7 +98,7 @@ def scatter_tab(study: Path, ranked: pd.DataFrame, *, epsilon: float | None, met
     selection_bar(study)
     fig = _scatter(str(study), data.revision(study), epsilon, metric, log_y, winner,
                    tuple(selected(study)), ranked)
-    st.plotly_chart(fig, key="res_scatter", on_select="rerun", selection_mode=SELECT_MODES)
+    charts.plotly(fig, key="res_scatter", on_select="rerun", selection_mode=SELECT_MODES)
     if picked:
         _picked_links(picked)
 
@@ -129,7 +130,7 @@ def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
         if not views.knob_columns(ranked):
             st.info("No knob takes more than one value among these candidates.")
             return
-        st.plotly_chart(kv.slice_grid_figure(ranked, selected=selected(study)), key="res_slice",
+        charts.plotly(kv.slice_grid_figure(ranked, selected=selected(study)), key="res_slice",
                         on_select="rerun", selection_mode=SELECT_MODES)
         return
     selection_bar(study)
@@ -141,9 +142,9 @@ def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
                                       default="median latency", key="res_contour_c")
         value = "speedup" if colour == "best speed-up" else "median_ms"
         fig = kv.contour_figure(ranked, *pair, value=value, selected=selected(study))
-        st.plotly_chart(fig, key="res_contour")
+        charts.plotly(fig, key="res_contour")
     else:
-        st.plotly_chart(kv.rank_figure(ranked, *pair, selected=selected(study)), key="res_rank")
+        charts.plotly(kv.rank_figure(ranked, *pair, selected=selected(study)), key="res_rank")
 
 
 def knob_tab(ranked: pd.DataFrame) -> None:
@@ -152,7 +153,7 @@ def knob_tab(ranked: pd.DataFrame) -> None:
         st.info("No knob takes more than one value among these candidates.")
         return
     knob = st.selectbox("Knob", knobs, key="res_knob")
-    st.plotly_chart(views.knob_effect_figure(ranked, knob), key="res_knob_fig")
+    charts.plotly(views.knob_effect_figure(ranked, knob), key="res_knob_fig")
 
 
 def timeline_tab(study: Path, snap: Snapshot) -> None:
@@ -166,7 +167,7 @@ def timeline_tab(study: Path, snap: Snapshot) -> None:
         return
     if len(snap.records) > 1500:
         st.caption(f"The last 1,500 of {len(snap.records):,} candidates.")
-    st.plotly_chart(timeline_figure(frame), key="res_timeline")
+    charts.plotly(timeline_figure(frame), key="res_timeline")
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
@@ -180,13 +181,13 @@ def _curves(path: str, rev: tuple[int, ...], _snap: Snapshot) -> tuple:
 def history_tab(study: Path, snap: Snapshot, ranked: pd.DataFrame) -> None:
     from gptuner_core.views.curves import search_curve_figure
 
-    st.plotly_chart(views.history_figure(views.best_so_far(ranked)), key="res_history")
+    charts.plotly(views.history_figure(views.best_so_far(ranked)), key="res_history")
     curve, rand, fraction = _curves(str(study), data.revision(study), snap)
     against = st.segmented_control("Search curve against", ["builds", "build seconds"],
                                    default="builds", key="res_curve_x") or "builds"
     fig = search_curve_figure(curve, rand, against="builds" if against == "builds" else "seconds",
                               fraction=fraction, name=study.name)
-    st.plotly_chart(fig, key="res_curve")
+    charts.plotly(fig, key="res_curve")
     if rand is None:
         st.caption("Random search's expectation and band appear for a study of a recorded space "
                    "(the replay backend, or a space brought in by `gptuner import`).")
@@ -203,7 +204,7 @@ def importance_tab(study: Path) -> None:
     if not expl.importance:
         st.caption("Too few eligible candidates (at least 3) to rank knobs.")
         return
-    st.plotly_chart(ev.importance_figure(expl.importance), key="res_importance")
+    charts.plotly(ev.importance_figure(expl.importance), key="res_importance")
     st.dataframe(ev.importance_frame(expl.importance), hide_index=True, width="stretch",
                  key="res_importance_table")
     st.caption("Share of explained log-latency variance (ridge regression, 200 bootstrap "
@@ -254,7 +255,7 @@ def health_tab(study: Path, snap: Snapshot) -> None:
     baselines = data.events(study, "baseline")
     drift = views.drift_frame(health.drift)
     if len(drift) > 1:
-        st.plotly_chart(views.drift_figure(drift), key="res_drift")
+        charts.plotly(views.drift_figure(drift), key="res_drift")
         if st.checkbox("Normalize speed-ups to the default route measured nearest in time",
                        key="res_normalize"):
             st.dataframe(views.normalized_frame(snap.records, baselines), hide_index=True,
@@ -278,19 +279,21 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
     if view == "Accuracy vs latency":
         scatter_tab(study, ranked, epsilon=epsilon, metric=metric, winner=winner)
     elif view == "Speedup":
-        st.plotly_chart(views.speedup_figure(ranked), key="res_speedup")
+        charts.plotly(views.speedup_figure(ranked), key="res_speedup")
     elif view == "History":
         history_tab(study, snap, ranked)
     elif view == "Knob effect":
         knob_tab(ranked)
     elif view == "Parallel coordinates":
-        st.plotly_chart(parallel_coordinates_figure(ranked), key="res_parcoords")
+        selection_bar(study)
+        charts.plotly(parallel_coordinates_figure(ranked, selected=selected(study)),
+                      key="res_parcoords")
     elif view in ("Contour", "Rank", "Slice"):
         knob_views_tab(view, study, ranked)
     elif view == "Timeline":
         timeline_tab(study, snap)
     elif view == "Latency EDF":
-        st.plotly_chart(edf_figure({study.name: ranked}), key="res_edf")
+        charts.plotly(edf_figure({study.name: ranked}), key="res_edf")
     elif view == "Importance":
         importance_tab(study)
     elif view == "Table":

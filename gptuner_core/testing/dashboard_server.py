@@ -77,8 +77,13 @@ def dashboard_server(workspace: Path, *, log: Path, timeout_s: float = 60.0,
 IDLE_FOR_MS = 400
 _SETTLED = """(ms) => {
   const app = document.querySelector('[data-testid="stApp"]');
+  // drawn, too: Streamlit loads some element kinds (charts, tables, multiselects) lazily and
+  // shows a short placeholder until then; the element then pushes what is below it down, and a
+  // click aimed at a control below lands elsewhere (issue 26 item 3)
   const idle = app && app.getAttribute('data-test-script-state') === 'notRunning'
-    && !document.querySelector('[data-stale="true"]');
+    && !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]')
+    && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+      .every((c) => c.querySelector('.main-svg'));
   const now = performance.now();
   if (!idle || window.__gptunerIdleSince == null) { window.__gptunerIdleSince = idle ? now : null; }
   return idle && now - window.__gptunerIdleSince >= ms;
@@ -86,9 +91,10 @@ _SETTLED = """(ms) => {
 
 
 def wait_idle(page: object) -> None:
-    """Wait until the app has settled in a Playwright ``page``: no script run and no stale element
-    for ``IDLE_FOR_MS`` on end. A rerun still in flight would overwrite what a test types next, and
-    the rerun a click asks for may not have started yet when the click returns: one look at the
-    run state can see the run before it, with the old page still drawn."""
+    """Wait until the app has settled in a Playwright ``page``: no script run, no stale element and
+    nothing still to draw (no placeholder, every chart drawn) for ``IDLE_FOR_MS`` on end. A rerun
+    still in flight would overwrite what a test types next, and the rerun a click asks for may
+    not have started yet when the click returns: one look at the run state can see the run before
+    it, with the old page still drawn."""
     page.evaluate("() => { window.__gptunerIdleSince = null; }")  # type: ignore[attr-defined]
     page.wait_for_function(_SETTLED, arg=IDLE_FOR_MS)  # type: ignore[attr-defined]

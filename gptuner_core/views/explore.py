@@ -37,15 +37,30 @@ def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFr
     return ordered.loc[best.index.append(rest.index[::step])].head(n)
 
 
-def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000) -> go.Figure:
+#: line colours with a selection: the others faint grey, the selected ones red (drawn last, on top)
+SELECTION_COLORSCALE = [[0.0, "rgba(170,170,170,0.35)"], [1.0, "#d62728"]]
+
+
+def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
+                                selected: Sequence[int] = ()) -> go.Figure:
     """One axis per knob that varies (every one, words and numbers alike; numbers in numeric
-    order), then latency and loss; one line per measured candidate,
-    coloured by latency (darker is faster)."""
+    order), then latency and loss; one line per measured candidate (``customdata``: its number),
+    coloured by latency (darker is faster). With ``selected`` candidate numbers (picked in another
+    view) every line stays and the selected ones are red and on top, the others faint grey."""
     import numpy as np
+    import pandas as pd
     import plotly.graph_objects as go
 
     timed = df[df["median_ms"].notna()]
     sub = _spread_sample(timed, max_lines)
+    chosen = {int(n) for n in selected}
+    mark = None
+    if chosen:
+        extra = timed[timed["number"].isin(chosen) & ~timed.index.isin(sub.index)]
+        sub = sub if extra.empty else pd.concat([sub, extra])
+        mark = sub["number"].isin(chosen)
+        sub = pd.concat([sub[~mark], sub[mark]])  # parcoords draws in row order: selection on top
+        mark = sub["number"].isin(chosen)
     dims = []
     for knob in knob_columns(df):
         values = sub[f"knob:{knob}"].fillna("(default)").astype(str)
@@ -57,12 +72,16 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000) -> g
     if sub["max_loss"].notna().any():
         loss = sub["max_loss"].fillna(0.0)
         dims.append({"label": "log10 loss", "values": np.log10(loss.clip(lower=1e-12))})
-    fig = go.Figure(go.Parcoords(
-        line={"color": sub["median_ms"], "colorscale": "Viridis", "showscale": True,
-              "colorbar": {"title": "ms"}},
-        dimensions=dims,
-    ))
+    if mark is None:
+        line = {"color": sub["median_ms"], "colorscale": "Viridis", "showscale": True,
+                "colorbar": {"title": "ms"}}
+    else:
+        line = {"color": mark.astype(int).to_numpy(), "colorscale": SELECTION_COLORSCALE,
+                "cmin": 0, "cmax": 1, "showscale": False}
+    fig = go.Figure(go.Parcoords(line=line, dimensions=dims, customdata=sub["number"].to_numpy()))
     shown = f"{len(sub):,} of {len(timed):,} measured" if len(sub) < len(timed) else f"{len(sub):,} measured"
+    if mark is not None:
+        shown += f"; {int(mark.sum())} selected in red"
     fig.update_layout(title=f"Parallel coordinates ({shown} candidates)", height=460,
                       margin={"l": 80, "r": 60, "t": 80, "b": 30})
     return fig

@@ -56,3 +56,67 @@ def test_a_chart_selection_becomes_the_studys_selection(finished_workspace, monk
     at.session_state["res_slice"] = {"selection": {"points": [], "box": [], "lasso": []}}
     at.run()
     assert at.session_state[state.SELECTED] == {"digits-study": [3, 5]}
+
+
+def _values(v) -> list:
+    """A figure array as a flat list (plotly writes numpy arrays as base64 ``bdata``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return [x[0] if isinstance(x, list) else x for x in v]
+
+
+def _frame(workspace) -> object:
+    """The Results page's frame of the fixture study at its configured ε."""
+    from gptuner_core import views
+    from gptuner_core.storage import open_store
+
+    with open_store(workspace / "digits-study", readonly=True) as store:
+        cfg, records = store.config(), tuple(store.candidates(with_samples=False))
+    return views.apply_epsilon(views.candidates_frame(records), records, cfg.get("epsilon"),
+                               metric=str(cfg.get("metric", "l2")), task_metric=cfg.get("task_metric"),
+                               max_drop=cfg.get("max_task_drop"))
+
+
+def test_every_view_draws_all_points_and_marks_the_selection(finished_workspace, monkeypatch) -> None:
+    """Linked selection (issue 26): with #2 and #5 selected elsewhere, Parallel coordinates, Contour
+    and Rank still draw every candidate they plot without a selection, and mark the two."""
+    from gptuner_core.views.knob_views import SELECTED_SIZE
+    from gptuner_core.views.knob_views import eligible_timed
+
+    frame = _frame(finished_workspace)
+    eligible = sorted(int(n) for n in eligible_timed(frame)["number"])
+    measured = sorted(int(n) for n in frame[frame["median_ms"].notna()]["number"])
+    chosen = eligible[1:3]  # two eligible candidates, neither the fastest nor #0 by rule
+    assert len(chosen) == 2 and len(eligible) > 4
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(finished_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.session_state[state.SELECTED] = {"digits-study": chosen}
+    at.run()
+    at.switch_page("pages/4_Results.py").run()
+    for view in ("Contour", "Rank"):
+        at.segmented_control(key="res_view").set_value(view).run()
+        assert not at.exception, (view, at.exception)
+        points = [t for c in _charts(at) for t in c["data"] if t.get("name") == "candidates"]
+        assert len(points) == 1, view
+        numbers = [int(n) for n in _values(points[0]["customdata"])]
+        assert sorted(numbers) == eligible, view  # all of them, not only the selection
+        sizes = dict(zip(numbers, _values(points[0]["marker"]["size"]), strict=True))
+        assert {n for n, s in sizes.items() if s == SELECTED_SIZE} == set(chosen), view
+        opacity = dict(zip(numbers, _values(points[0]["marker"]["opacity"]), strict=True))
+        assert all(opacity[n] < opacity[chosen[0]] for n in numbers if n not in chosen), view
+    at.segmented_control(key="res_view").set_value("Parallel coordinates").run()
+    assert not at.exception, at.exception
+    (par,) = [t for c in _charts(at) for t in c["data"] if t["type"] == "parcoords"]
+    numbers = [int(n) for n in _values(par["customdata"])]
+    assert sorted(numbers) == measured  # every measured candidate, one line each
+    marked = dict(zip(numbers, _values(par["line"]["color"]), strict=True))
+    assert {n for n, v in marked.items() if v == 1} == set(chosen)
+    assert numbers[-len(chosen):] == sorted(numbers[-len(chosen):]) and set(numbers[-len(chosen):]) == set(chosen)
+    at.button(key="res_sel_clear").click().run()
+    at.segmented_control(key="res_view").set_value("Parallel coordinates").run()
+    (par,) = [t for c in _charts(at) for t in c["data"] if t["type"] == "parcoords"]
+    assert par["line"].get("showscale") is True  # no selection: coloured by latency again

@@ -76,8 +76,10 @@ def test_compare_button_revalidates_the_pair(tmp_path: Path, monkeypatch) -> Non
             expect(caption).to_be_visible()
             b, a = (int(n) for n in re.findall(r"#(\d+)", caption.inner_text())[:2])
             assert a != b and {a, b} <= {0, 1, 2}, caption.inner_text()
-            # the first click's list can be closed by a late re-render of the page (seen after the
-            # merges of this round: a second click opens it); open it until the option shows
+            # the first click's list can still close at once (issue 26 item 3, open): the box keeps
+            # focus but the list is gone; no script run follows (websocket trace) and the charts
+            # no longer move the box (charts.plotly), the rest of the cause is not found yet.
+            # Open it until the option shows
             box = page.get_by_role("combobox", name="Round budget")
             option = page.get_by_role("option", name="4", exact=True)
             for _ in range(3):

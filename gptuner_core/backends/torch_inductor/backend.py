@@ -68,6 +68,7 @@ class TorchInductorBackend(Backend):
     """
 
     name = "torch"
+    heavy_import = True  # the dashboard asks it about models in a child process
     option_declarations = {
         "device": (
             "where to compile and run: auto (cuda:0 when CUDA is available, else cpu), cpu, "
