@@ -114,11 +114,11 @@ def _no_blank(spec: NumberField) -> Any:
 
 
 def number_fields(specs: Sequence[NumberField], *, key: str, columns: int = 3,
-                  disabled: bool = False) -> tuple[dict[str, Any], list[str]]:
+                  disabled: bool = False, ui: Any = st) -> tuple[dict[str, Any], list[str]]:
     """Render ``specs`` in columns; return ``({field: value}, problems)``."""
     values: dict[str, Any] = {}
     problems: list[str] = []
-    cols = st.columns(columns)
+    cols = ui.columns(columns)
     for i, spec in enumerate(specs):
         value, problem = number_input(spec, key=f"{key}_{spec.name}", container=cols[i % columns],
                                       disabled=disabled)
@@ -130,33 +130,36 @@ def number_fields(specs: Sequence[NumberField], *, key: str, columns: int = 3,
 
 
 def _typed_input(label: str, default: Any, *, key: str, help: str | None = None,
-                 choices: Sequence[Any] | None = None, kind: str | None = None) -> tuple[Any, str | None]:
-    """One option widget chosen by its declared type; ``(value, error)``."""
+                 choices: Sequence[Any] | None = None, kind: str | None = None,
+                 ui: Any = st) -> tuple[Any, str | None]:
+    """One option widget chosen by its declared type (drawn on ``ui``: the page, or a closed
+    section's stand-in, :class:`gptuner_core.dashboard.sections.Closed`); ``(value, error)``."""
     kind = kind or type(default).__name__
     if choices:
         options = list(choices)
-        return st.selectbox(label, options, index=options.index(default) if default in options else 0,
+        return ui.selectbox(label, options, index=options.index(default) if default in options else 0,
                             key=key, help=help), None
     if kind == "bool":
-        return st.checkbox(label, value=bool(default), key=key, help=help), None
+        return ui.checkbox(label, value=bool(default), key=key, help=help), None
     if kind in ("int", "float"):
-        text = st.text_input(label, value=_fmt(default), key=key, help=help)
+        text = ui.text_input(label, value=_fmt(default), key=key, help=help)
         value, problem = parse_number(text, label.split(" (")[0], kind=int if kind == "int" else float)
         if problem:
-            st.error(problem)
+            ui.error(problem)
         return value, problem
     if kind in ("list", "dict"):
-        text = st.text_input(label + " (JSON)", value=json.dumps(default), key=key, help=help)
+        text = ui.text_input(label + " (JSON)", value=json.dumps(default), key=key, help=help)
         try:
             return json.loads(text or "null"), None
         except ValueError as exc:
             problem = f"{label}: expected JSON (got '{text}': {exc})"
-            st.error(problem)
+            ui.error(problem)
             return None, problem
-    return st.text_input(label, value=_fmt(default), key=key, help=help), None
+    return ui.text_input(label, value=_fmt(default), key=key, help=help), None
 
 
-def strategy_options_form(entry: dict[str, Any], *, key: str) -> tuple[dict[str, Any], list[str]]:
+def strategy_options_form(entry: dict[str, Any], *, key: str,
+                          ui: Any = st) -> tuple[dict[str, Any], list[str]]:
     """The options of one strategy (``describe_strategies()`` entry) with descriptions and
     defaults; returns the options that differ from their defaults, and problems."""
     out: dict[str, Any] = {}
@@ -166,8 +169,8 @@ def strategy_options_form(entry: dict[str, Any], *, key: str) -> tuple[dict[str,
         label = f"{name} (default: {_fmt(default) if default not in (None, '') else 'none'})"
         value, problem = _typed_input(label, default, key=f"{key}_{entry['name']}_{name}",
                                       help=opt.get("description"), choices=opt.get("choices"),
-                                      kind=opt.get("type"))
-        st.caption(opt.get("description") or "")
+                                      kind=opt.get("type"), ui=ui)
+        ui.caption(opt.get("description") or "")
         if problem:
             problems.append(f"{entry['name']}.{problem}")
         elif value != default:
@@ -175,7 +178,7 @@ def strategy_options_form(entry: dict[str, Any], *, key: str) -> tuple[dict[str,
     return out, problems
 
 
-def backend_options_form(backend: str, *, key: str) -> tuple[dict[str, Any], list[str]]:
+def backend_options_form(backend: str, *, key: str, ui: Any = st) -> tuple[dict[str, Any], list[str]]:
     """The declared options of a registered backend; returns the changed ones, and problems."""
     from gptuner_core.backends import backend_class
     from gptuner_core.errors import GptunerError
@@ -188,7 +191,7 @@ def backend_options_form(backend: str, *, key: str) -> tuple[dict[str, Any], lis
     problems: list[str] = []
     for name, (desc, default) in declared.items():
         label = f"{name} (default: {_fmt(default) if default not in (None, '') else 'none'})"
-        value, problem = _typed_input(label, default, key=f"{key}_{backend}_{name}", help=desc)
+        value, problem = _typed_input(label, default, key=f"{key}_{backend}_{name}", help=desc, ui=ui)
         if problem:
             problems.append(problem)
         elif value != default:
@@ -196,19 +199,19 @@ def backend_options_form(backend: str, *, key: str) -> tuple[dict[str, Any], lis
     return out, problems
 
 
-def measurement_form(*, key: str) -> tuple[dict[str, Any], list[str]]:
+def measurement_form(*, key: str, ui: Any = st) -> tuple[dict[str, Any], list[str]]:
     """``SamplingSettings`` fields (the ``--measure-option`` keys); returns the changed ones."""
     from gptuner_core.measurement import SamplingSettings
 
     out: dict[str, Any] = {}
     problems: list[str] = []
-    cols = st.columns(3)
+    cols = ui.columns(3)
     for i, f in enumerate(dataclasses.fields(SamplingSettings)):
         default = f.default
         with cols[i % 3]:
             kind = "int" if default is None else None  # gpu_index: int or blank
             value, problem = _typed_input(f"{f.name} (default: {_fmt(default) or 'none'})", default,
-                                          key=f"{key}_{f.name}", kind=kind)
+                                          key=f"{key}_{f.name}", kind=kind, ui=ui)
         if problem and not (default is None and problem.endswith("(got an empty field)")):
             problems.append(problem)
         elif value != default:

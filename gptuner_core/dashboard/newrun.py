@@ -14,6 +14,7 @@ import streamlit as st
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import forms
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard.sections import section
 from gptuner_core.errors import GptunerError
 
 
@@ -163,11 +164,11 @@ def backend_section(model: str) -> Section:
             line = f"{backend} cannot describe {Path(model).name}: {exc}"
             st.error(line)
             problems.append(line)
-    with st.expander("Backend options"):
-        options, opt_problems = forms.backend_options_form(backend, key="nr_bopt")
+    with section("Backend options", key="nr_bopt_open") as ui:
+        options, opt_problems = forms.backend_options_form(backend, key="nr_bopt", ui=ui)
         outside = check_path_options(options, workspace_dir())
         for line in outside:
-            st.error(line)
+            ui.error(line)
     problems += opt_problems + outside
     return Section(fields={"backend": backend, "backend_options": options},
                    problems=tuple(problems), extra={"db": db})
@@ -235,8 +236,9 @@ def strategy_section() -> Section:
         problems.append(entry["reason"])
     options: dict[str, Any] = {}
     if entry["options"]:
-        with st.expander(f"{search} options ({len(entry['options'])}, defaults filled in)"):
-            options, opt_problems = forms.strategy_options_form(entry, key="nr_sopt")
+        with section(f"{search} options ({len(entry['options'])}, defaults filled in)",
+                     key=f"nr_sopt_open_{search}") as ui:
+            options, opt_problems = forms.strategy_options_form(entry, key="nr_sopt", ui=ui)
             problems += opt_problems
     return Section(fields={"search": search, "strategy_options": options},
                    problems=tuple(problems))
@@ -247,25 +249,25 @@ def advanced_section(ws: Path) -> Section:
     from gptuner_core.dashboard.trust import check_path_options
     from gptuner_core.dashboard.workspace import study_dirs
 
-    with st.expander("Advanced: batch size, re-validation, drift, timeouts, measurement, "
-                     "seed, warm start, output"):
-        fields, problems = forms.number_fields(forms.ADVANCED, key="nr_adv")
-        st.markdown("**Measurement** (`--measure-option`)")
-        measurement, m_problems = forms.measurement_form(key="nr_meas")
+    with section("Advanced: batch size, re-validation, drift, timeouts, measurement, "
+                 "seed, warm start, output", key="nr_adv_open") as ui:
+        fields, problems = forms.number_fields(forms.ADVANCED, key="nr_adv", ui=ui)
+        ui.markdown("**Measurement** (`--measure-option`)")
+        measurement, m_problems = forms.measurement_form(key="nr_meas", ui=ui)
         problems += m_problems
         from gptuner_core.engine.artifacts import DEFAULT_KEEP
         from gptuner_core.engine.artifacts import KEEP_MODES
 
-        keep = st.selectbox("Keep artifacts (--keep-artifacts)", KEEP_MODES, index=KEEP_MODES.index(DEFAULT_KEEP),
+        keep = ui.selectbox("Keep artifacts (--keep-artifacts)", KEEP_MODES, index=KEEP_MODES.index(DEFAULT_KEEP),
                             key="nr_keep", help="top-k: the default and the re-validation contenders; "
                             "best: the default and the winner; all: every distinct build")
         names = [p.name for p in study_dirs(ws)]
-        warm = st.multiselect("Warm start from earlier studies", names, key="nr_warm")
-        output = st.text_input("Copy the best artifact to (path in the workspace; blank = none)",
+        warm = ui.multiselect("Warm start from earlier studies", names, key="nr_warm")
+        output = ui.text_input("Copy the best artifact to (path in the workspace; blank = none)",
                                key="nr_output").strip()
         outside = check_path_options({"output_path": output}, ws) if output else []
         for line in outside:
-            st.error(line.replace("backend option output_path", "output"))
+            ui.error(line.replace("backend option output_path", "output"))
         problems += [line.replace("backend option output_path", "output") for line in outside]
     fields.update(measurement=measurement, keep_artifacts=keep,
                   warm_start=tuple(str(ws / n) for n in warm),

@@ -27,3 +27,12 @@ def empty_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws_empty"
     ws.mkdir()
     return ws
+
+
+def open_new_run_sections(at, *, strategy: str | None = None) -> None:
+    """Open New run's collapsible sections (they draw their inputs only while open): the next
+    run draws backend options, the strategy's options and the advanced settings."""
+    from gptuner_core.strategies import DEFAULT_STRATEGY
+
+    for key in ("nr_bopt_open", "nr_adv_open", f"nr_sopt_open_{strategy or DEFAULT_STRATEGY}"):
+        at.session_state[key] = True

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from gptuner_core.dashboard import state
 from tests.app_tests.conftest import APP
 from tests.app_tests.conftest import PAGES
+from tests.app_tests.conftest import open_new_run_sections
 
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,9 @@ def test_sweep_bad_values(page, finished_workspace, monkeypatch) -> None:
     at.run()
     at.switch_page(str(page.relative_to(APP.parent))).run()
     if page.name.startswith("2_"):
+        open_new_run_sections(at)  # closed sections draw no input
         at.checkbox(key="nr_use_eps").check().run()
+        assert at.text_input(key="nr_adv_seed")
     assert not at.exception, at.exception
     swept = 0
     for value in BAD:

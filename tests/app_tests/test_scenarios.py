@@ -6,6 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from gptuner_core.dashboard import state
 from tests.app_tests.conftest import APP
+from tests.app_tests.conftest import open_new_run_sections
 
 
 def _page(ws, page, monkeypatch, **seed) -> AppTest:
@@ -154,6 +155,8 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
     from gptuner_core.strategies import describe_strategies
 
     at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    open_new_run_sections(at)
+    at.run()
     assert at.selectbox(key="nr_search").value == DEFAULT_STRATEGY == "fast_tpe"
     assert at.selectbox(key="nr_task").value == "top1"  # the bundled sample has labels
     declared = next(e for e in describe_strategies() if e["name"] == "fast_tpe")["options"]

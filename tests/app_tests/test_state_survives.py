@@ -8,6 +8,7 @@ import re
 from streamlit.testing.v1 import AppTest
 
 from tests.app_tests.conftest import APP
+from tests.app_tests.conftest import open_new_run_sections
 
 
 FILLED = {"nr_eps": "0.05", "nr_budget_max_candidates": "5", "nr_adv_seed": "7",
@@ -19,6 +20,7 @@ def test_new_run_keeps_every_field_across_pages(empty_workspace, monkeypatch) ->
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
     at.switch_page("pages/2_New_run.py").run()
+    open_new_run_sections(at)
     at.checkbox(key="nr_use_eps").check().run()
     for key, value in FILLED.items():
         at.text_input(key=key).set_value(value)
@@ -48,3 +50,44 @@ def test_study_name_follows_the_model_until_typed(empty_workspace, monkeypatch) 
     at.text_input(key="nr_name").set_value("mine").run()
     at.selectbox(key="nr_sample").set_value("cnn_digits").run()
     assert at.text_input(key="nr_name").value == "mine"
+
+
+def _config(at: AppTest) -> dict:
+    import json
+
+    return json.loads(next(c.value for c in at.code if c.language == "json"))
+
+
+def test_closed_sections_draw_nothing_and_keep_what_was_typed(empty_workspace, monkeypatch) -> None:
+    """Issue 26 speed: the strategy's options, backend options and advanced settings (about half
+    of New run's elements) went to the browser on every switch, open or closed. Closed, they now
+    draw no input; what was typed while open still goes into the study, and is back on reopening."""
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page("pages/2_New_run.py").run()
+    at.checkbox(key="nr_use_eps").check().run()
+    inside = ("nr_adv_", "nr_meas_", "nr_sopt_", "nr_bopt_", "nr_keep", "nr_warm", "nr_output")
+    assert not [w.key for w in [*at.text_input, *at.selectbox] if w.key and w.key.startswith(inside)]
+    closed = _config(at)
+    open_new_run_sections(at)
+    at.run()
+    assert _config(at) == closed  # the defaults, open or closed
+    at.text_input(key="nr_adv_seed").set_value("7")
+    at.text_input(key="nr_meas_max_time_s").set_value("3")
+    at.text_input(key="nr_sopt_fast_tpe_max_trials").set_value("4")
+    at.selectbox(key="nr_keep").set_value("all").run()
+    typed = _config(at)
+    assert typed["seed"] == 7 and typed["keep_artifacts"] == "all", typed
+    assert typed["measurement"]["max_time_s"] == 3 and typed["strategy_options"]["max_trials"] == 4
+    for key in ("nr_adv_open", "nr_bopt_open", "nr_sopt_open_fast_tpe"):
+        at.session_state[key] = False
+    at.run()
+    assert not [w.key for w in [*at.text_input, *at.selectbox] if w.key and w.key.startswith(inside)]
+    assert _config(at) == typed
+    at.switch_page("pages/1_Knob_explorer.py").run()
+    at.switch_page("pages/2_New_run.py").run()
+    assert _config(at) == typed
+    open_new_run_sections(at)
+    at.run()
+    assert at.text_input(key="nr_adv_seed").value == "7" and at.selectbox(key="nr_keep").value == "all"
+    assert at.text_input(key="nr_meas_max_time_s").value == "3"
