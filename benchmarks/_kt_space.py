@@ -36,13 +36,20 @@ def _stats(times: list[float]) -> LatencyStats:
                         ci_low_ms=min(times), ci_high_ms=max(times), n_samples=len(times))
 
 
-def load_kt(name: str | Path) -> Recording:
-    """``convolution_milo_A100`` (under the shared folder) or a path to a ``.json.gz`` cache."""
+def load_kt(name: str | Path, fixed: int = 0) -> Recording:
+    """``convolution_milo_A100`` (under the shared folder) or a path to a ``.json.gz`` cache.
+
+    ``fixed``: the last ``fixed`` tunable parameters are held at their first listed value (a
+    smaller space of the same kernel: fewer knobs tuned)."""
     path = Path(name)
     if not path.exists():
         path = DATA / f"{name}.json.gz"
     doc = json.load(gzip.open(path))
     params = {k: v for k, v in doc["tune_params"].items() if len(v) > 1}
+    held = {k: v[0] for k, v in list(params.items())[len(params) - fixed:]} if fixed else {}
+    params = {k: v for k, v in params.items() if k not in held}
+    doc["cache"] = {c: e for c, e in doc["cache"].items()
+                    if all(e[k] == v for k, v in held.items())}
     options = [{"option": f"-kt:{k}", "allowed_values": f"-kt:{k}=[{'|'.join(map(str, v))}]",
                 "default_value": str(v[0]), "help": ""} for k, v in params.items()]
     db = KnobDatabase.from_json({"tuner_version": f"kerneltuner:{doc['kernel_name']}",

@@ -57,7 +57,7 @@ def run(recordings: list[Path], strategies: list[str], seeds: int) -> dict:
             fractions: dict[int, list[float]] = {b: [] for b in budgets}
             used: dict[int, list[int]] = {b: [] for b in budgets}
             for seed in range(1 if name in DETERMINISTIC else seeds):
-                opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo", "hybrid") else {}  # budget k
+                opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo", "hybrid", "auto") else {}  # budget k
                 res = simulate(name, rec, max(budgets), seed=seed, **opts)
                 assert not res.duplicates, (name, res.duplicates)
                 for b in budgets:

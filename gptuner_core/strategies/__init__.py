@@ -7,11 +7,11 @@ A strategy whose module cannot be imported (optuna missing) is reported as
 :func:`describe_strategies` is the single declaration the CLI help and the dashboard's strategy
 form are generated from.
 
-The default strategy is ``fast_tpe`` (see ``DEFAULT_STRATEGY`` and benchmarks/search_efficiency.py):
-``bo`` wins on the large Kernel Tuner spaces and with a warm-start prior
-(benchmarks/search_scale.py) but not on the small recorded sweeps, so it is not the default;
-nor is ``hybrid`` (bo + model-ordered local search with restarts: ahead of bo on one of three
-convolution spaces, level on the others, behind fast_tpe on the small sweeps; docs/benchmarks.md).
+The default strategy is ``auto`` (see ``DEFAULT_STRATEGY``, :mod:`.auto` and docs/benchmarks.md):
+``fast_tpe`` on spaces of at most 1,000 routes (the recorded ONNX Runtime sweeps, where it reaches
+100 % of the optimum with 20 % of the builds: benchmarks/search_efficiency.py), ``hybrid`` (bo +
+model-ordered local search with restarts) on larger ones (the Kernel Tuner spaces, where
+fast_tpe's one-off sweep reaches 68 % of the optimum on one of them: benchmarks/search_scale.py).
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ _STRATEGIES: dict[str, str] = {
     "bo": "gptuner_core.strategies.bo:BoStrategy",
     "local": "gptuner_core.strategies.local:LocalStrategy",
     "hybrid": "gptuner_core.strategies.hybrid:HybridStrategy",
+    "auto": "gptuner_core.strategies.auto:AutoStrategy",
 }
 
 #: The strategy ``gptuner tune`` uses when none is given (justified by the benchmark).
-DEFAULT_STRATEGY = "fast_tpe"
+DEFAULT_STRATEGY = "auto"
 
 
 def strategy_names() -> list[str]:

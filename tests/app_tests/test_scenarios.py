@@ -157,11 +157,11 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
     at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
     open_new_run_sections(at)
     at.run()
-    assert at.selectbox(key="nr_search").value == DEFAULT_STRATEGY == "fast_tpe"
+    assert at.selectbox(key="nr_search").value == DEFAULT_STRATEGY == "auto"
     assert at.selectbox(key="nr_task").value == "top1"  # the bundled sample has labels
-    declared = next(e for e in describe_strategies() if e["name"] == "fast_tpe")["options"]
-    shown = {w.key.rsplit("_fast_tpe_", 1)[1]: w for w in [*at.text_input, *at.selectbox, *at.checkbox]
-             if w.key and w.key.startswith("nr_sopt_fast_tpe_")}
+    declared = next(e for e in describe_strategies() if e["name"] == "auto")["options"]
+    shown = {w.key.rsplit("_auto_", 1)[1]: w for w in [*at.text_input, *at.selectbox, *at.checkbox]
+             if w.key and w.key.startswith("nr_sopt_auto_")}
     assert set(shown) == set(declared)
     captions = " ".join(c.value for c in at.caption)
     for name, opt in declared.items():
@@ -173,7 +173,7 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
     assert at.button(key="nr_start").disabled and "no accuracy gate" in reasons
     at.checkbox(key="nr_use_eps").check().run()
     cmd = " ".join(c.value for c in at.code)
-    assert '"search": "fast_tpe"' in cmd and '"task_metric": "top1"' in cmd
+    assert '"search": "auto"' in cmd and '"task_metric": "top1"' in cmd
     # advanced settings start at the CLI's defaults
     assert at.text_input(key="nr_adv_batch_size").value == "1"
     assert at.text_input(key="nr_adv_revalidate_rounds").value == "12"  # the round budget

@@ -74,12 +74,12 @@ def test_closed_sections_draw_nothing_and_keep_what_was_typed(empty_workspace, m
     assert _config(at) == closed  # the defaults, open or closed
     at.text_input(key="nr_adv_seed").set_value("7")
     at.text_input(key="nr_meas_max_time_s").set_value("3")
-    at.text_input(key="nr_sopt_fast_tpe_max_trials").set_value("4")
+    at.text_input(key="nr_sopt_auto_max_trials").set_value("4")
     at.selectbox(key="nr_keep").set_value("all").run()
     typed = _config(at)
     assert typed["seed"] == 7 and typed["keep_artifacts"] == "all", typed
     assert typed["measurement"]["max_time_s"] == 3 and typed["strategy_options"]["max_trials"] == 4
-    for key in ("nr_adv_open", "nr_bopt_open", "nr_sopt_open_fast_tpe"):
+    for key in ("nr_adv_open", "nr_bopt_open", "nr_sopt_open_auto"):
         at.session_state[key] = False
     at.run()
     assert not [w.key for w in [*at.text_input, *at.selectbox] if w.key and w.key.startswith(inside)]
