@@ -1,8 +1,9 @@
 """Each dashboard page in a real browser, on synthetic 1,000 / 10,000 / 100,000-candidate studies,
 side by side with another checkout (today's code) in one run.
 
-Targets (page interactive = time from navigation to the last element rendered): ≤ 1 s at 1,000
-candidates, ≤ 1.5 s at 10,000, ≤ 5 s at 100,000.
+Targets (issue 26; a page switch = from the click to the last element rendered): any page ≤ 1.5 s
+on a workspace of 20 studies of 1,000 candidates (``--sizes 1000 --companions 19``), Results
+≤ 1 s at 10,000 candidates and ≤ 3 s at 100,000.
 
 For every size one workspace holds one synthetic study (written through the real SQLite store,
 ``gptuner_core.testing.synthetic_study``; ``--studies DIR`` keeps them between runs). Two real
@@ -23,7 +24,7 @@ neither the polling nor the quiet wait is counted.
   frontend boots, connects, then the script runs): navigation start is ``performance.timeOrigin``.
   It includes Streamlit's own boot (JS bundle, websocket, plotly bundle), the same for every
   checkout and study size, measured as ``floor``: a bare page with a title and one small chart.
-  ``load - floor`` is held against the targets too.
+  ``load - floor`` is reported beside it (a fresh tab is not what the targets are about).
 
 Each page is first loaded once per server to warm it (imports, caches of the store revision, the
 plotly bundle); then each figure is the median of ``--reps`` visits.
@@ -48,7 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-TARGETS = {1_000: 1.0, 10_000: 1.5, 100_000: 5.0}
+TARGETS = {1_000: 1.5, 10_000: 1.0, 100_000: 3.0}  # switch, by the timed study's size (issue 26)
 # page -> (URL path, sidebar link text, text of the page's title)
 PAGES = {
     "Overview": ("", "Overview", "gptuner — studies"),
@@ -227,16 +228,14 @@ def main() -> int:
                     context.close()
         browser.close()
     print(f"load average at end: {os.getloadavg()}")
-    print(f"floor (bare Streamlit page, fresh load): {floor:.2f} s; ok = switch <= target and "
-          "load - floor <= target")
+    print(f"floor (bare Streamlit page, fresh load): {floor:.2f} s; ok = switch <= target")
     cols = [f"{kind}:{lab}" for kind in ("load", "switch") for lab in checkouts]
     print("\ncandidates  page           " + "  ".join(f"{c:>12}" for c in cols) + "  target  ok")
     ok_all = True
     for n in sizes:
         for name in pages:
             vals = {f"{k}:{lab}": t for (m, pg, k, lab, t) in rows if m == n and pg == name}
-            ok = (vals.get("switch:new", float("nan")) <= target_for(n)
-                  and vals.get("load:new", float("nan")) - floor <= target_for(n))
+            ok = vals.get("switch:new", float("nan")) <= target_for(n)
             ok_all &= ok
             print(f"{n:>10,}  {name:13}  " + "  ".join(f"{vals.get(c, float('nan')):11.2f}s"
                                                       for c in cols)
