@@ -179,6 +179,8 @@ class IsolatedEvaluator:
             build_timeout = min(build_timeout, max(1.0, proposal.build_timeout_factor * history[0].build_time_s))
         job = self.job(rec.requested_route, known_artifacts=dict(artifacts),
                        measure_scale=proposal.measure_scale)
+        if rec.number > 0 and job.golden is None:  # built beside the default: its outputs are
+            job = job.replace(golden=str(self.ctx.workspace.golden))  # there once it may measure
         timeline: dict[str, float] = {}
         if gate is None:
             res = self._run(BUILD_TARGET, job, workdir, self._timeouts(build_timeout), on_phase)

@@ -63,6 +63,9 @@ def test_build_ahead_same_candidates_no_overlap(tmp_path, monkeypatch):
         if a < b and ta["build_start"] < tb["build_end"] and tb["build_start"] < ta["build_end"]
     ]
     assert overlapping, f"no two builds ran at once: {spans}"
+    first = spans[0]  # the default route: built beside the next ones, measured before all of them
+    assert any(t["build_start"] < first["measure_end"] for n, t in spans.items() if n > 0), spans
+    assert all(t["measure_start"] >= first["measure_end"] for n, t in spans.items() if n > 0 and "measure_start" in t)
 
 
 def test_scale_out_validation_and_defaults():
@@ -121,6 +124,42 @@ def test_gate_overlaps_only_device_free_builds_with_a_measurement():
     assert device_in.wait(10)
     device.join(10)
     assert gate.max_builders == 1  # only the device build counted against measurements
+
+
+def test_candidates_built_beside_the_default_measure_after_it():
+    """A view made ``after_default`` builds at once but measures only once the default route
+    was committed; when the default failed its measurement is refused (its process is then
+    killed by the caller). Real threads, ordered by events."""
+    import threading
+
+    from gptuner_core.engine.scale.device_gate import DefaultRouteFailed
+    from gptuner_core.engine.scale.device_gate import DeviceGate
+
+    gate = DeviceGate(build_workers=2, build_uses_device=False)
+    built, measured = threading.Event(), threading.Event()
+
+    def candidate(view) -> None:
+        with view.building():
+            built.set()
+        with view.measuring():
+            measured.set()
+
+    worker = threading.Thread(target=candidate, args=(gate.view(uses_device=False, after_default=True),))
+    worker.start()
+    assert built.wait(10), "a candidate beside the default route did not build"
+    assert not measured.wait(0.2)  # the default route has not been committed
+    gate.default_done()
+    assert measured.wait(10)
+    worker.join(10)
+    with gate.view(uses_device=False).measuring():  # an ordinary view never waited
+        pass
+
+    failed = DeviceGate(build_workers=1, build_uses_device=False)
+    failed.default_done("the default route failed")
+    failed.default_done()  # the first answer stands
+    with pytest.raises(DefaultRouteFailed, match="default route failed"), \
+            failed.view(uses_device=False, after_default=True).measuring():
+        pass
 
 
 def test_pool_asks_the_backend_per_route(tmp_path):

@@ -98,10 +98,14 @@ def _task_metric(job: ChildJob, outputs: dict[str, np.ndarray]) -> dict[str, Any
     if not job.task_metric:
         return {}
     from gptuner_core.accuracy import task_metric_result
+    from gptuner_core.errors import DatasetError
     from gptuner_core.errors import GptunerError
 
     labels = np.load(job.labels, allow_pickle=False) if job.labels else None
     try:
+        if job.golden and not Path(job.golden).exists():
+            msg = f"the default route's outputs are missing ({job.golden}): the task metric has no reference"
+            raise DatasetError(msg)
         golden = _npz(job.golden)  # a metric that takes golden outputs gets them
         res = task_metric_result(job.task_metric, outputs, labels, output_name=job.task_output,
                                  golden=golden if golden is not None else outputs)

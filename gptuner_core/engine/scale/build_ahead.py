@@ -9,8 +9,12 @@ see ``engine.scale.device_gate``). The cores are shared out: each build gets cor
 Inductor compile workers (``TORCHINDUCTOR_COMPILE_THREADS``, unless set), so builds next to a
 measurement leave its CPU thread a core. With overlap on (``engine.scale.overlap``: torch on a GPU
 by default) a candidate is one process that builds, waits for the device and measures what it
-built; the builds then share cores - 2 (the measuring process is pinned to the other two). The coordinator alone writes the store
-(``engine.scale.parallel``).
+built; the builds then share cores - 2 (the measuring process is pinned to the other two). The
+coordinator alone writes the store (``engine.scale.parallel``).
+
+Candidates do not wait for the default route (candidate 0) to start building: they build beside
+it and measure once it was committed (``DeviceGate.default_done``), so its build is not a phase
+of its own (``builds_before_default``).
 """
 
 from __future__ import annotations
@@ -95,6 +99,8 @@ class BuildAheadPool:
         self.evaluator = evaluator
         self.gate = DeviceGate(build_workers=build_workers, build_uses_device=ctx is not None, lock=lock)
         self.split = self.builds = ctx is not None
+        #: other candidates may build while the default route is in flight (they measure after it)
+        self.builds_before_default = ctx is not None
         self.width = build_workers + 1
         self.overlap = ctx is not None and overlap_enabled(ctx.config)
         cores = None
@@ -114,7 +120,9 @@ class BuildAheadPool:
     ) -> Future[CandidateRecord]:
         kw: dict[str, object] = {}
         if self._uses:
-            kw = {"gate": self.gate.view(uses_device=self._uses(proposal.route)), "overlap": self.overlap}
+            after_default = number > 0 and not any(r.number == 0 for r in history)
+            kw = {"gate": self.gate.view(uses_device=self._uses(proposal.route), after_default=after_default),
+                  "overlap": self.overlap}
         route = str(proposal.route)
         self._phases[number] = (route, "queued")
 
@@ -137,8 +145,15 @@ class BuildAheadPool:
     def measuring(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.measuring()
 
+    def default_committed(self, record: CandidateRecord) -> None:
+        """The default route was committed: candidates built beside it may measure (or, when it
+        failed, end without being measured)."""
+        self.gate.default_done("" if record.eligible else "the default route failed")
+
     def close(self) -> None:
-        """Threads end with their candidate; the compile-thread setting is put back."""
+        """Threads end with their candidate (one still waiting for the default route gives up:
+        its process is killed); the compile-thread setting is put back."""
+        self.gate.default_done("the study ended before the default route was measured")
         if self._env_set:
             os.environ.pop(COMPILE_THREADS_ENV, None)
             self._env_set = False

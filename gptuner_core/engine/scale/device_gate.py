@@ -13,7 +13,12 @@ CPU it is measured on) must never build while a measurement runs there:
   on the CPU, but max-autotune benchmarks kernels on the device): :meth:`DeviceGate.view` gives
   the candidate a gate that answers for its own build;
 * ``lock`` (a :class:`gptuner_core.device_lock.DeviceLock`) is held around every measurement, so
-  another study's measurement never overlaps this one's either.
+  another study's measurement never overlaps this one's either;
+* candidates may build while the default route (candidate 0) is still in flight, but measure
+  only after it was committed (it defines the golden outputs and 1.0x): their view is made
+  ``after_default`` and waits in :meth:`GateView.measuring` until :meth:`DeviceGate.default_done`;
+  when the default failed (or the study ended first) that wait raises :class:`DefaultRouteFailed`
+  and the candidate's process is killed.
 """
 
 from __future__ import annotations
@@ -22,11 +27,18 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING
 
+from gptuner_core.errors import GptunerError
+
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from gptuner_core.device_lock import DeviceLock
+
+
+class DefaultRouteFailed(GptunerError):
+    """A candidate built before the default route was committed will not be measured: the
+    default failed, or the study ended first."""
 
 
 class DeviceGate:
@@ -45,10 +57,28 @@ class DeviceGate:
         self._measurers_waiting = 0
         #: the most builds that ran at once (the log and tests)
         self.max_builders = 0
+        self._default = threading.Event()
+        self._default_failed = ""
 
-    def view(self, *, uses_device: bool) -> GateView:
-        """This gate, for one candidate whose build does (not) touch the device."""
-        return GateView(self, uses_device=uses_device)
+    def view(self, *, uses_device: bool, after_default: bool = False) -> GateView:
+        """This gate, for one candidate whose build does (not) touch the device;
+        ``after_default``: it measures only once the default route was committed."""
+        return GateView(self, uses_device=uses_device, after_default=after_default)
+
+    def default_done(self, failed: str = "") -> None:
+        """The default route was committed (``failed``: why it cannot define 1.0x, or why the
+        study ended before it did): candidates waiting to measure go on, or give up."""
+        if not self._default.is_set():
+            self._default_failed = failed
+            self._default.set()
+
+    def wait_default(self) -> None:
+        """Until the default route was committed; raises :class:`DefaultRouteFailed` when it
+        failed."""
+        self._default.wait()
+        if self._default_failed:
+            msg = f"not measured: {self._default_failed}"
+            raise DefaultRouteFailed(msg)
 
     @contextlib.contextmanager
     def building(self, uses_device: bool | None = None) -> Iterator[None]:
@@ -99,8 +129,8 @@ class DeviceGate:
 class GateView:
     """A :class:`DeviceGate` as one candidate sees it: ``building()`` answers for its build."""
 
-    def __init__(self, gate: DeviceGate, *, uses_device: bool) -> None:
-        self.gate, self.uses_device = gate, uses_device
+    def __init__(self, gate: DeviceGate, *, uses_device: bool, after_default: bool = False) -> None:
+        self.gate, self.uses_device, self.after_default = gate, uses_device, after_default
 
     def building(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.building(self.uses_device)
@@ -108,5 +138,9 @@ class GateView:
     def slot(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.slot()
 
-    def measuring(self) -> contextlib.AbstractContextManager[None]:
-        return self.gate.measuring()
+    @contextlib.contextmanager
+    def measuring(self) -> Iterator[None]:
+        if self.after_default:
+            self.gate.wait_default()
+        with self.gate.measuring():
+            yield

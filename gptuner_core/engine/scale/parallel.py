@@ -5,7 +5,11 @@ Same rules as :func:`gptuner_core.engine.loop.run_loop` (it hands over here when
 
 * the strategy is asked with the proposals in flight (``Strategy.ask(history, pending)``), so no
   route is proposed twice; ``None`` with proposals in flight means "wait for a result";
-* the default route (candidate 0) runs alone first: it defines the golden outputs and 1.0x;
+* the default route (candidate 0) is measured first: it defines the golden outputs and 1.0x.
+  A pool that can hold a measurement back (``pool.builds_before_default``: building ahead on one
+  device) starts the next candidates' builds beside it; they measure after it was committed
+  (``pool.default_committed``) and read it from the coordinator's history then. Any other pool
+  runs it alone;
 * candidate numbers are given in proposal order and results are committed to the sink (the
   store) in that order, whatever order they finish in, so a study continued after a kill is
   exact: every committed candidate is kept, those in flight (``RUNNING`` in the store) re-run;
@@ -118,11 +122,16 @@ def run_parallel(
     next_number = (history[-1].number + 1) if history else 0
     end: loop.LoopEnd | None = None
     held: Proposal | None = None  # a re-measurement waiting for the candidates in flight
+    unannounced: list[CandidateRecord] = []  # started beside the default route, not yet stored
     skipped = 0
+
+    early = bool(getattr(pool, "builds_before_default", False))
 
     def submit(number: int, proposal: Proposal) -> Future[CandidateRecord]:
         route = str(proposal.route)
-        return pool.submit(proposal, number, list(history), dict(artifacts),
+        # built beside the default route: it reads the default from this list once committed
+        seen_history = history if early and not history else list(history)
+        return pool.submit(proposal, number, seen_history, dict(artifacts),
                            lambda ph, route=route: phases.put((route, ph)))
 
     loop.drift(gated, history, budget, sink)
@@ -146,17 +155,21 @@ def run_parallel(
                 rec = hook(rec, history) if hook is not None else rec
                 history.append(rec if rec.number == 0 else rec.replace(samples_ms=()))
                 sink.finished(rec, history)
+                if rec.number == 0 and early:
+                    pool.default_committed(rec)  # type: ignore[attr-defined]
                 strategy.tell(rec)
-                if rec.number == 0 and not rec.eligible:
+                if rec.number == 0 and not rec.eligible:  # those built beside it are not stored
                     return loop.LoopEnd(status=StudyStatus.FAILED, reason=(
                         f"the default route failed ({rec.state.value}: {rec.error}); it defines "
                         "1.0x, so the study cannot rank routes"
                     ))
                 if rec.state is CandidateState.COMPLETE and rec.extra.get("artifact_key"):
                     artifacts.setdefault(rec.extra["artifact_key"], rec.number)
+                while unannounced:
+                    sink.started(unannounced.pop(0))
                 loop.drift(gated, history, budget, sink)  # holds the measuring side
             while end is None and held is None and len(inflight) < pool.width:
-                if not history and inflight:
+                if not history and inflight and not early:
                     break  # the default route runs alone: it defines the golden outputs
                 reason = _reason(budget, history, len(inflight), sink)
                 if reason:
@@ -182,10 +195,14 @@ def run_parallel(
                     continue
                 seen.add(k)
                 number, next_number = next_number, next_number + 1
-                sink.started(CandidateRecord(
+                started = CandidateRecord(
                     number=number, requested_route=str(proposal.route), state=CandidateState.RUNNING,
                     strategy_info=dict(proposal.info), started_at=time.time(), phase="start",
-                ))
+                )
+                if number > 0 and not history:  # beside the default: stored once it was committed
+                    unannounced.append(started)
+                else:
+                    sink.started(started)
                 inflight[number] = (proposal, submit(number, proposal))
             _workers(pool, sink)
             if not inflight:
