@@ -7,7 +7,9 @@ Rules, checked before **every** fork (a refused fork makes the caller use spawn)
   runs with ``OPENBLAS_NUM_THREADS=1`` and each child sets the pool back to what a fresh
   interpreter with the caller's environment would have chosen. ``onnxruntime`` starts a thread
   when imported (seen with 1.32), so it is not preloaded;
-* none of :data:`FORBIDDEN` is imported: the launcher never initialises CUDA.
+* none of :data:`FORBIDDEN` is imported: the launcher never initialises CUDA. NVML is not CUDA:
+  PyTorch's fork-safe availability check initialises it (and its thread) and never shuts it
+  down, so a torch launcher shuts NVML down before it counts its threads (:func:`release_nvml`).
 
 A ``torch`` launcher (the fork server of CUDA backends: torch on a GPU) preloads torch, Inductor
 and the torch backend (:data:`TORCH_PRELOAD`) and, on request, the user's model module (imported,
@@ -68,16 +70,22 @@ MAX_MSG = 1 << 20
 _BLAS_PREFIXES = ("openblas", "scipy_openblas")
 
 
-def _openblas(suffix: str) -> list[Any]:
-    """``<prefix>_<suffix>`` of every OpenBLAS this process has loaded (numpy's, scipy's)."""
+def mapped_libraries(fragment: str) -> list[str]:
+    """Paths of the shared libraries this process has loaded whose file name contains
+    ``fragment`` (case-insensitive)."""
     paths = set()
     with contextlib.suppress(OSError), open("/proc/self/maps", encoding="utf-8") as fh:
         for line in fh:
             parts = line.split(None, 5)
-            if len(parts) == 6 and "openblas" in os.path.basename(parts[5]).lower():
+            if len(parts) == 6 and fragment in os.path.basename(parts[5]).lower():
                 paths.add(parts[5].strip())
+    return sorted(paths)
+
+
+def _openblas(suffix: str) -> list[Any]:
+    """``<prefix>_<suffix>`` of every OpenBLAS this process has loaded (numpy's, scipy's)."""
     found = []
-    for path in sorted(paths):
+    for path in mapped_libraries("openblas"):
         lib = ctypes.CDLL(path)
         for prefix in _BLAS_PREFIXES:
             fn = getattr(lib, f"{prefix}_{suffix}", None) or getattr(lib, f"{prefix}_{suffix}64_", None)
@@ -113,6 +121,50 @@ def restore_blas_threads(env: Mapping[str, str]) -> None:
     if n != 1:
         for fn in _openblas("set_num_threads"):
             fn(ctypes.c_int(n))
+
+
+# -- NVML ---------------------------------------------------------------------------------------
+
+#: nvmlShutdown's answer once NVML is no longer initialised (NVML_ERROR_UNINITIALIZED)
+_NVML_UNINITIALIZED = 1
+
+
+def release_nvml(max_calls: int = 256) -> int:
+    """Shut NVML down in this process when something initialised it; the number of
+    initialisations undone (NVML counts them; 0: NVML is not loaded or was not initialised).
+
+    PyTorch's fork-safe availability check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``, which the
+    torch launcher sets) counts devices with ``nvmlInit`` and never shuts NVML down. On the lent
+    H200 importing Inductor did so (``torch._inductor.runtime.benchmarking`` asks
+    ``torch.cuda.is_available()`` at import) and left NVML's thread (named ``cuda000…``) in the
+    launcher, which must hold one thread at every fork. NVML is not CUDA: nothing of the device
+    is initialised, and a child that needs NVML initialises it again itself."""
+    undone = 0
+    for path in mapped_libraries("libnvidia-ml"):
+        try:
+            shutdown = ctypes.CDLL(path).nvmlShutdown
+        except (OSError, AttributeError):
+            continue
+        while undone < max_calls and shutdown() == 0:
+            undone += 1
+    return undone
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+def _settle_threads(target: int, timeout_s: float = 2.0) -> None:
+    """Wait (briefly) for threads that are ending to be gone: a library shut down may join its
+    thread a moment after it returned."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while _threads() > target and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 # -- the launcher process ----------------------------------------------------------------------
@@ -182,12 +234,15 @@ def _preload(names: list[str], parent_pid: int, kind: str) -> str:
         for name in names:
             with contextlib.suppress(Exception):  # a child imports what the launcher could not
                 importlib.import_module(name)
+            if unsafe_reason(kind, own_threads=1) and kind == "torch" and release_nvml():
+                _settle_threads(2)  # NVML's thread ends with it (see release_nvml)
             if unsafe_reason(kind, own_threads=1):
                 return name
         return ""
     finally:
         done.set()
         watcher.join()
+        _settle_threads(1)  # its native thread may outlive the join by a moment
 
 
 def serve(config: dict[str, Any]) -> None:
@@ -270,6 +325,9 @@ def _fork(
     listening: dict[socket.socket, int], own_fds: list[int], sigint: Any, kind: str = "cpu",
 ) -> None:
     reason = unsafe_reason(kind)
+    if reason and kind == "torch" and release_nvml():  # e.g. a model module asked for CUDA by NVML
+        _settle_threads(1)
+        reason = unsafe_reason(kind)
     if reason:
         _send(sock, {"refused": reason})
         sock.close()
