@@ -32,6 +32,7 @@ Pocock is the default because it spends error early, so a clear effect is decide
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import time
@@ -234,7 +235,10 @@ def revalidate_sequential(
         measure_fresh: ``(number, round_index) -> samples_ms`` measuring that route in a fresh
             process. A :class:`~gptuner_core.errors.GptunerError` drops a contender (status
             ``"failed"``); for the default it propagates. Its optional ``prefetch`` attribute
-            gets each round's ``[(number, round_index), ...]`` in order before the round runs.
+            gets each round's ``[(number, round_index), ...]`` in order before the round runs,
+            then the next round's as it will be if no contender is decided meanwhile (its
+            processes load while this round measures; one for a route decided meanwhile is
+            never measured).
         plan: a :class:`SequentialPlan` (defaults: 1 % min-effect, 95 %, 3..20 rounds, Pocock).
         seed: seed of the per-round random order.
         on_round: called after each round with ``(rounds_done, max_rounds, undecided)``.
@@ -284,6 +288,9 @@ def revalidate_sequential(
         hint = getattr(measure_fresh, "prefetch", None)  # start the round's processes together
         if hint is not None:
             hint([(number, round_index) for number in this])
+            if round_index + 1 < plan.max_rounds:  # and the next round's, should nothing be decided
+                ahead = copy.deepcopy(rng)  # the same draw the next round makes with these routes
+                hint([(int(routes[i]), round_index + 1) for i in ahead.permutation(len(routes))])
         for r in medians:
             medians[r].append(None)
         for number in this:

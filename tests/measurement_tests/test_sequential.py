@@ -180,6 +180,30 @@ class TestDecisions:
         assert all(sorted(r) == [0, 1, 2] for r in res.schedule)
         assert len(set(res.schedule)) > 1
 
+    def test_prefetch_is_told_each_round_and_the_next_one_ahead(self) -> None:
+        """``prefetch`` gets each round's order before it runs and, one round ahead, the next
+        round's order as it turns out when nothing is decided meanwhile: its processes load
+        while this round measures. The schedule is the one without prefetch."""
+        hints: list[list[tuple[int, int]]] = []
+        inner = processes({0: 1.0, 1: 1.0, 2: 1.0}, 0.05, 0)
+
+        def measure_fresh(number: int, round_index: int) -> list[float]:
+            return inner(number, round_index)
+
+        measure_fresh.prefetch = hints.append
+        plan = SequentialPlan(max_rounds=6)
+        res = revalidate_sequential([1, 2], 0, measure_fresh, plan, seed=5)
+        plain = revalidate_sequential([1, 2], 0, processes({0: 1.0, 1: 1.0, 2: 1.0}, 0.05, 0), plan, seed=5)
+        assert res.schedule == plain.schedule
+        told = {i: [] for i in range(len(res.schedule))}
+        for hint in hints:
+            told[hint[0][1]].append([n for n, _ in hint])
+        for i, order in enumerate(res.schedule):
+            assert told[i][0] == list(order)  # the first hint of round i: ahead, or its own
+            assert all(h == list(order) for h in told[i])  # nothing decided: ahead was right
+        assert all(len(told[i]) == 2 for i in range(1, len(res.schedule)))
+        assert max(r for hint in hints for _, r in hint) < plan.max_rounds
+
     def test_single_sample_processes_and_a_failing_contender(self) -> None:
         """One sample per process is fine; a contender that fails is dropped with its error, a
         failing default propagates."""
