@@ -199,42 +199,46 @@ def test_a_preload_that_starts_a_thread_is_left_out_of_a_new_server(tmp_path, mo
     assert "cannot fork after importing probe_starts_a_thread" in caplog.text
 
 
-#: NVML as the launcher meets it: initialisations counted, a thread while initialised, joined
-#: by the last nvmlShutdown (NVML_ERROR_UNINITIALIZED = 1 when there is none left)
+#: NVML as the launcher met it on the H200: initialising it starts a thread that stays
 _FAKE_NVML = r"""
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
-static int count = 0; static pthread_t th; static volatile int stop = 0;
-static void *run(void *a) { while (!stop) usleep(1000); return 0; }
-int nvmlInit_v2(void) { if (count++ == 0) { stop = 0; pthread_create(&th, 0, run, 0); } return 0; }
-int nvmlShutdown(void) { if (count == 0) return 1; if (--count == 0) { stop = 1; pthread_join(th, 0); } return 0; }
+static int started = 0; static pthread_t th;
+static void *run(void *a) { for (;;) sleep(60); return 0; }
+int nvmlInit(void) { if (!started) { started = 1; pthread_create(&th, 0, run, 0); } return 0; }
+int nvmlShutdown(void) { return 0; }
+int nvmlDeviceGetCount_v2(int *n) { *n = 1; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(int i, void **h) { *h = (void *)1; return 0; }
+int nvmlDeviceGetUUID(void *h, char *buf, int len) { strncpy(buf, "GPU-fake", len); return 0; }
 """
 
 
-def test_nvml_initialised_by_a_preload_is_shut_down_not_a_reason_to_drop_it(tmp_path, monkeypatch, fresh_launchers):
-    """PyTorch's fork-safe CUDA check (NVML) initialises NVML, which starts a thread, and never
-    shuts it down: on the H200 importing Inductor did so and the server dropped Inductor from its
-    preload (each child then imported it, about a second). The server shuts NVML down and keeps
-    the module; its children fork from it."""
+def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tmp_path, monkeypatch, fresh_launchers):
+    """PyTorch's fork-safe CUDA check asks NVML, whose initialisation leaves a thread: on the H200
+    importing Inductor did so and the server dropped Inductor from its preload (each child then
+    imported it, about a second). The server has torch's NVML answers from a throwaway
+    interpreter while it preloads: it keeps the module and forks; children ask NVML themselves."""
     import shutil
     import subprocess
 
     if not shutil.which("gcc"):
         pytest.skip("needs gcc to build the stand-in NVML library")
     (tmp_path / "nvml.c").write_text(_FAKE_NVML)
-    lib = tmp_path / "libnvidia-ml.so.1"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "nvml.c"), "-lpthread"], check=True)
-    (tmp_path / "probe_inits_nvml.py").write_text(
-        f"import ctypes\nnvml = ctypes.CDLL({str(lib)!r})\nnvml.nvmlInit_v2()\nnvml.nvmlInit_v2()\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libnvidia-ml.so.1"), str(tmp_path / "nvml.c"),
+                    "-lpthread"], check=True)
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    (tmp_path / "probe_asks_nvml.py").write_text(
+        "import torch.cuda\nCOUNT = torch.cuda._raw_device_count_nvml()\nUUIDS = torch.cuda._raw_device_uuid_nvml()\n")
     from gptuner_core.engine.process import launcher_main
 
+    assert launcher_main.nvml_answers() == (1, ["GPU-fake"])  # as torch itself answers
     monkeypatch.syspath_prepend(str(tmp_path))
-    preload = ("numpy", "torch", "probe_inits_nvml", "gptuner_core.engine.process.child")
+    preload = ("numpy", "torch", "probe_asks_nvml", "gptuner_core.engine.process.child")
     monkeypatch.setitem(launcher_main.KINDS, "torch", (preload, launcher_main.KINDS["torch"][1]))
-    out = run_isolated(REPORT, {"backend": "torch", "modules": ["probe_inits_nvml"]}, tmp_path / "a",
+    out = run_isolated(REPORT, {"backend": "torch", "modules": ["probe_asks_nvml"]}, tmp_path / "a",
                        timeouts=TIMEOUTS)
     server = launcher.shared("torch")
     assert server.preload == preload and not server.unsafe
     assert out.status == "ok" and out.result["ppid"] == server.pid
-    assert out.result["modules"] == ["probe_inits_nvml"]  # the child found it imported
-    assert launcher_main.release_nvml() == 0  # nothing of it in this process
+    assert out.result["modules"] == ["probe_asks_nvml"]  # the child found it imported

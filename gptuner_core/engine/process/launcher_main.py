@@ -7,9 +7,9 @@ Rules, checked before **every** fork (a refused fork makes the caller use spawn)
   runs with ``OPENBLAS_NUM_THREADS=1`` and each child sets the pool back to what a fresh
   interpreter with the caller's environment would have chosen. ``onnxruntime`` starts a thread
   when imported (seen with 1.32), so it is not preloaded;
-* none of :data:`FORBIDDEN` is imported: the launcher never initialises CUDA. NVML is not CUDA:
-  PyTorch's fork-safe availability check initialises it (and its thread) and never shuts it
-  down, so a torch launcher shuts NVML down before it counts its threads (:func:`release_nvml`).
+* none of :data:`FORBIDDEN` is imported: the launcher never initialises CUDA, nor NVML while it
+  preloads (:func:`nvml_elsewhere`: PyTorch's fork-safe availability check would leave NVML's
+  thread in it).
 
 A ``torch`` launcher (the fork server of CUDA backends: torch on a GPU) preloads torch, Inductor
 and the torch backend (:data:`TORCH_PRELOAD`) and, on request, the user's model module (imported,
@@ -39,6 +39,8 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
 
@@ -125,29 +127,62 @@ def restore_blas_threads(env: Mapping[str, str]) -> None:
 
 # -- NVML ---------------------------------------------------------------------------------------
 
-#: nvmlShutdown's answer once NVML is no longer initialised (NVML_ERROR_UNINITIALIZED)
-_NVML_UNINITIALIZED = 1
+#: torch's own NVML device count and UUIDs, asked in a throwaway interpreter
+_NVML_PROBE = ("import json, torch.cuda as c; "
+               "print(json.dumps([c._raw_device_count_nvml(), c._raw_device_uuid_nvml()]))")
 
 
-def release_nvml(max_calls: int = 256) -> int:
-    """Shut NVML down in this process when something initialised it; the number of
-    initialisations undone (NVML counts them; 0: NVML is not loaded or was not initialised).
+def nvml_answers(timeout_s: float = 120.0) -> tuple[int, list[str] | None]:
+    """What ``torch.cuda``'s NVML queries answer, asked in a fresh interpreter: (-1, None) when
+    that fails (torch then falls back to the CUDA runtime, and the launcher to its safe
+    preload)."""
+    import subprocess
 
-    PyTorch's fork-safe availability check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``, which the
-    torch launcher sets) counts devices with ``nvmlInit`` and never shuts NVML down. On the lent
-    H200 importing Inductor did so (``torch._inductor.runtime.benchmarking`` asks
-    ``torch.cuda.is_available()`` at import) and left NVML's thread (named ``cuda000…``) in the
-    launcher, which must hold one thread at every fork. NVML is not CUDA: nothing of the device
-    is initialised, and a child that needs NVML initialises it again itself."""
-    undone = 0
-    for path in mapped_libraries("libnvidia-ml"):
-        try:
-            shutdown = ctypes.CDLL(path).nvmlShutdown
-        except (OSError, AttributeError):
-            continue
-        while undone < max_calls and shutdown() == 0:
-            undone += 1
-    return undone
+    try:
+        out = subprocess.run([sys.executable, "-c", _NVML_PROBE], capture_output=True, text=True,
+                             timeout=timeout_s, check=False, stdin=subprocess.DEVNULL)
+        count, uuids = json.loads(out.stdout.strip().splitlines()[-1])
+        return int(count), (list(uuids) if uuids is not None else None)
+    except (OSError, ValueError, IndexError, TypeError, subprocess.TimeoutExpired):
+        return -1, None
+
+
+@contextlib.contextmanager
+def nvml_elsewhere() -> Iterator[Callable[[], None]]:
+    """While a torch launcher preloads, torch's NVML queries are answered by another process.
+
+    PyTorch's fork-safe availability check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``, which the torch
+    launcher sets) counts devices with ``nvmlInit`` and never shuts NVML down. On the lent H200
+    importing Inductor asks it (``torch._inductor.runtime.benchmarking`` calls
+    ``torch.cuda.is_available()`` at import) and NVML's initialisation left a thread (named
+    ``cuda000…``) that ``nvmlShutdown`` did not end, so the launcher dropped Inductor from its
+    preload and every child imported it again (about a second). Here the answers come from a
+    throwaway interpreter, asked once, so no NVML is ever initialised in the launcher; torch's
+    functions are put back after the preload, so a child asks NVML itself."""
+    answers: list[tuple[int, list[str] | None]] = []
+
+    def ask() -> tuple[int, list[str] | None]:
+        if not answers:
+            answers.append(nvml_answers())
+        return answers[0]
+
+    saved: dict[str, Any] = {}
+
+    def patch() -> None:
+        cuda = sys.modules.get("torch.cuda")
+        if saved or cuda is None:
+            return
+        for name, pick in (("_raw_device_count_nvml", 0), ("_raw_device_uuid_nvml", 1)):
+            if callable(getattr(cuda, name, None)):
+                saved[name] = getattr(cuda, name)
+                setattr(cuda, name, lambda pick=pick: ask()[pick])
+
+    try:
+        yield patch
+    finally:
+        cuda = sys.modules.get("torch.cuda")
+        for name, fn in saved.items():
+            setattr(cuda, name, fn)
 
 
 def _threads() -> int:
@@ -231,13 +266,14 @@ def _preload(names: list[str], parent_pid: int, kind: str) -> str:
     watcher = threading.Thread(target=watch, name="gptuner-launcher-watch", daemon=True)
     watcher.start()
     try:
-        for name in names:
-            with contextlib.suppress(Exception):  # a child imports what the launcher could not
-                importlib.import_module(name)
-            if unsafe_reason(kind, own_threads=1) and kind == "torch" and release_nvml():
-                _settle_threads(2)  # NVML's thread ends with it (see release_nvml)
-            if unsafe_reason(kind, own_threads=1):
-                return name
+        with nvml_elsewhere() as patch_nvml:
+            for name in names:
+                with contextlib.suppress(Exception):  # a child imports what the launcher could not
+                    importlib.import_module(name)
+                if kind == "torch":
+                    patch_nvml()  # from the moment torch.cuda exists
+                if unsafe_reason(kind, own_threads=1):
+                    return name
         return ""
     finally:
         done.set()
@@ -283,7 +319,9 @@ def serve(config: dict[str, Any]) -> None:
                             job.close()
                             continue
                         if kind == "torch":
-                            _warm(list(req.get("warm") or ()), warmed)
+                            with nvml_elsewhere() as patch_nvml:
+                                patch_nvml()
+                                _warm(list(req.get("warm") or ()), warmed)
                         _fork(req, job, children, listening, [ctrl.fileno(), wake_r, wake_w], sigint, kind)
                 elif sock in listening:
                     try:
@@ -325,9 +363,6 @@ def _fork(
     listening: dict[socket.socket, int], own_fds: list[int], sigint: Any, kind: str = "cpu",
 ) -> None:
     reason = unsafe_reason(kind)
-    if reason and kind == "torch" and release_nvml():  # e.g. a model module asked for CUDA by NVML
-        _settle_threads(1)
-        reason = unsafe_reason(kind)
     if reason:
         _send(sock, {"refused": reason})
         sock.close()
