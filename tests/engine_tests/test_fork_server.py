@@ -231,8 +231,9 @@ def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tm
     (tmp_path / "probe_asks_nvml.py").write_text(
         "import torch.cuda\nCOUNT = torch.cuda._raw_device_count_nvml()\nUUIDS = torch.cuda._raw_device_uuid_nvml()\n")
     from gptuner_core.engine.process import launcher_main
+    from gptuner_core.engine.process.nvml import nvml_answers
 
-    assert launcher_main.nvml_answers() == (1, ["GPU-fake"])  # as torch itself answers
+    assert nvml_answers() == (1, ["GPU-fake"])  # as torch itself answers
     monkeypatch.syspath_prepend(str(tmp_path))
     preload = ("numpy", "torch", "probe_asks_nvml", "gptuner_core.engine.process.child")
     monkeypatch.setitem(launcher_main.KINDS, "torch", (preload, launcher_main.KINDS["torch"][1]))
