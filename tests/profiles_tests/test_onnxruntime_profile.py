@@ -125,7 +125,9 @@ class TestInt8Diff:
         assert sources, diff.summary()
         top = sources[0]
         assert top.op == "Conv" and set(top.origins) & quantized
-        assert "QLinearConv" in top.b_kinds and top.b_precision == "INT8" and top.a_precision == "FP32"
+        # the group may hold the DequantizeLinear after the Conv too (precision "INT8/FP32"):
+        # which quantized Conv group leads depends on the timings, the kernel change does not
+        assert "QLinearConv" in top.b_kinds and "INT8" in top.b_precision.split("/") and top.a_precision == "FP32"
         # the kernels of the group in layer order: the input's QuantizeLinear (and a Transpose)
         # sometimes falls into the first Conv's group, so QLinearConv need not come first
         assert any(c.startswith("kernel Conv -> ") and "QLinearConv" in c for c in top.changes), top.changes
