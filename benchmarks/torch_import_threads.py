@@ -1,10 +1,9 @@
 """Which threads importing torch's modules starts, under the torch fork server's environment.
 
-The fork server (``engine.process.launcher_main``) must hold exactly one thread at every fork. On
-the lent H200 it was left with two after ``torch._inductor.compile_fx`` and had to restart without
-it, so every forked child imports Inductor itself (about a second). This imports the fork server's
-preload one module at a time, in a fresh interpreter per variant of the environment, and prints
-after each the threads: native names (``/proc/self/task/*/comm``), Python threads with the
+The fork server (``engine.process.launcher_main``) must hold exactly one thread at every fork.
+This imports the fork server's preload one module at a time, in a fresh interpreter per variant of
+the environment (torch's NVML queries are not redirected here, as the fork server does), and
+prints after each the threads: native names (``/proc/self/task/*/comm``), Python threads with the
 function each runs and where it was started. It asserts nothing::
 
     python3 benchmarks/torch_import_threads.py
@@ -12,7 +11,9 @@ function each runs and where it was started. It asserts nothing::
     python3 benchmarks/torch_import_threads.py --culprit torch._inductor.compile_fx
 
 On the lent H200 (PyTorch 2.11, Triton 3.6) importing ``torch._inductor.compile_fx`` left a native
-thread named ``cuda000…``: the CUDA driver's own, started when the driver is initialised.
+thread named ``cuda000…``; ``--culprit`` found it started in ``torch._inductor.runtime.benchmarking``
+(``torch.cuda.is_available()`` at import), by torch's NVML count (``nvmlInit``): the reason for
+``engine.process.nvml``.
 """
 
 from __future__ import annotations
@@ -77,8 +78,6 @@ class Watch(importlib.abc.MetaPathFinder):
             spec = getattr(finder, 'find_spec', lambda *a: None)(name, path, target)
             if spec is not None and spec.loader is not None and hasattr(spec.loader, 'exec_module'):
                 loader = spec.loader
-                class Wrapped(type(loader)):
-                    pass
                 orig = loader.exec_module
                 def exec_module(module, orig=orig, name=name):
                     before = threads()

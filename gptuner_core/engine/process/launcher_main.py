@@ -72,22 +72,16 @@ MAX_MSG = 1 << 20
 _BLAS_PREFIXES = ("openblas", "scipy_openblas")
 
 
-def mapped_libraries(fragment: str) -> list[str]:
-    """Paths of the shared libraries this process has loaded whose file name contains
-    ``fragment`` (case-insensitive)."""
+def _openblas(suffix: str) -> list[Any]:
+    """``<prefix>_<suffix>`` of every OpenBLAS this process has loaded (numpy's, scipy's)."""
     paths = set()
     with contextlib.suppress(OSError), open("/proc/self/maps", encoding="utf-8") as fh:
         for line in fh:
             parts = line.split(None, 5)
-            if len(parts) == 6 and fragment in os.path.basename(parts[5]).lower():
+            if len(parts) == 6 and "openblas" in os.path.basename(parts[5]).lower():
                 paths.add(parts[5].strip())
-    return sorted(paths)
-
-
-def _openblas(suffix: str) -> list[Any]:
-    """``<prefix>_<suffix>`` of every OpenBLAS this process has loaded (numpy's, scipy's)."""
     found = []
-    for path in mapped_libraries("openblas"):
+    for path in sorted(paths):
         lib = ctypes.CDLL(path)
         for prefix in _BLAS_PREFIXES:
             fn = getattr(lib, f"{prefix}_{suffix}", None) or getattr(lib, f"{prefix}_{suffix}64_", None)
@@ -133,8 +127,8 @@ def _threads() -> int:
 
 
 def _settle_threads(target: int, timeout_s: float = 2.0) -> None:
-    """Wait (briefly) for threads that are ending to be gone: a library shut down may join its
-    thread a moment after it returned."""
+    """Wait (briefly) for threads that are ending to be gone: a joined Python thread's native
+    thread may outlive the join by a moment (the preload's watcher, under load)."""
     import time
 
     deadline = time.monotonic() + timeout_s
