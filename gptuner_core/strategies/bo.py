@@ -30,8 +30,8 @@ from typing import Any
 from gptuner_core.routes import Route
 from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import Strategy
-from gptuner_core.strategies._bo_options import TURNS
 from gptuner_core.strategies._bo_options import OPTIONS
+from gptuner_core.strategies._bo_options import TURNS
 from gptuner_core.strategies._gp import fit_subset
 from gptuner_core.strategies._gp import prior_line
 
