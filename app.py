@@ -1,7 +1,12 @@
 """gptuner dashboard entry point: the page list (``streamlit run app.py``).
 
-Pages only render what ``gptuner_core`` computes; see ``pages/``. Long work never runs here: New run
+Pages only render what ``gptuner_core`` computes; see ``app_pages/``. Long work never runs here: New run
 starts the tuner as a detached process and Live polls the study store.
+
+The folder is not called ``pages/``: beside a folder of that name Streamlit treats the app as a
+legacy multipage app until ``app.py`` has run once, so a server's first visitor arriving by a
+page's URL got that page's file run alone, with Streamlit's own sidebar (an "app" entry, no
+icons) for the rest of the visit (tests/e2e/test_deep_link_browser.py).
 """
 
 from __future__ import annotations
@@ -10,15 +15,15 @@ import streamlit as st
 
 
 PAGES = [
-    st.Page("pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True,
+    st.Page("app_pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True,
             url_path="home"),
-    st.Page("pages/1_Knob_explorer.py", title="Knob explorer", icon=":material/tune:"),
-    st.Page("pages/2_New_run.py", title="New run", icon=":material/rocket_launch:"),
-    st.Page("pages/3_Live.py", title="Live", icon=":material/monitoring:"),
-    st.Page("pages/4_Results.py", title="Results", icon=":material/insights:"),
-    st.Page("pages/5_Route_trace.py", title="Route trace", icon=":material/route:"),
-    st.Page("pages/6_Compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("pages/7_Explain.py", title="Explain", icon=":material/explore:"),
+    st.Page("app_pages/1_Knob_explorer.py", title="Knob explorer", icon=":material/tune:"),
+    st.Page("app_pages/2_New_run.py", title="New run", icon=":material/rocket_launch:"),
+    st.Page("app_pages/3_Live.py", title="Live", icon=":material/monitoring:"),
+    st.Page("app_pages/4_Results.py", title="Results", icon=":material/insights:"),
+    st.Page("app_pages/5_Route_trace.py", title="Route trace", icon=":material/route:"),
+    st.Page("app_pages/6_Compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("app_pages/7_Explain.py", title="Explain", icon=":material/explore:"),
 ]
 
 

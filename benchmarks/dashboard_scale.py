@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PAGES = {
-    "Overview": "pages/0_Overview.py", "Knob_explorer": "pages/1_Knob_explorer.py", "New_run": "pages/2_New_run.py",
-    "Live": "pages/3_Live.py", "Results": "pages/4_Results.py", "Route_trace": "pages/5_Route_trace.py",
-    "Compare": "pages/6_Compare.py", "Explain": "pages/7_Explain.py",
+    "Overview": "app_pages/0_Overview.py", "Knob_explorer": "app_pages/1_Knob_explorer.py", "New_run": "app_pages/2_New_run.py",
+    "Live": "app_pages/3_Live.py", "Results": "app_pages/4_Results.py", "Route_trace": "app_pages/5_Route_trace.py",
+    "Compare": "app_pages/6_Compare.py", "Explain": "app_pages/7_Explain.py",
 }
 
 

@@ -163,4 +163,4 @@ def render_triage(expl: Explanation, *, key: str) -> None:
         st.code(cluster.exclude_expression, language="text")
         if st.button("Use this expression in New run", key=f"{key}_use_{i}"):
             state.put(state.EXPRESSION, cluster.exclude_expression)
-            st.switch_page("pages/2_New_run.py")
+            st.switch_page("app_pages/2_New_run.py")

@@ -33,8 +33,8 @@ def _picked_links(numbers: list[int]) -> None:
     state.put(state.COMPARE, numbers[:4])
     st.write(f"Selected: {', '.join(f'#{n}' for n in numbers[:4])}")
     c1, c2 = st.columns(2)
-    c1.page_link("pages/5_Route_trace.py", label="Route trace", icon=":material/route:")
-    c2.page_link("pages/6_Compare.py", label="Compare", icon=":material/compare_arrows:")
+    c1.page_link("app_pages/5_Route_trace.py", label="Route trace", icon=":material/route:")
+    c2.page_link("app_pages/6_Compare.py", label="Compare", icon=":material/compare_arrows:")
 
 
 def selected(study: Path) -> list[int]:

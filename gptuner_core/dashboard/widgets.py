@@ -77,7 +77,7 @@ def no_study_message() -> None:
         "No study in this workspace yet. Start one from **New run** (or with "
         "`gptuner tune MODEL --study $GPTUNER_WORKSPACE/NAME ...`)."
     )
-    st.page_link("pages/2_New_run.py", label="New run", icon=":material/rocket_launch:")
+    st.page_link("app_pages/2_New_run.py", label="New run", icon=":material/rocket_launch:")
 
 
 def backend_status() -> None:

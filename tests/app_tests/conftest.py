@@ -11,7 +11,7 @@ from gptuner_core.testing.synthetic_study import write_synthetic_study
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
-PAGES = sorted((ROOT / "pages").glob("*.py"))
+PAGES = sorted((ROOT / "app_pages").glob("*.py"))
 
 
 @pytest.fixture(scope="session")

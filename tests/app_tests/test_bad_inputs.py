@@ -60,7 +60,7 @@ def test_new_run_negative_epsilon_never_kept(empty_workspace, monkeypatch) -> No
     field shows the typed value, one error line, and Start is disabled with the reason."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     at.checkbox(key="nr_use_eps").check().run()
     at.text_input(key="nr_eps").set_value("0.002").run()
     assert any('"epsilon": 0.002' in c.value for c in at.code)
@@ -78,7 +78,7 @@ def test_new_run_bad_expression_gives_reason(empty_workspace, monkeypatch) -> No
     """Defect: Start was disabled with no reason when the expression was bad."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     at.text_area(key="nr_expr_onnxruntime_text").set_value("-quant:mode=[off|int2]").run()
     assert at.button(key="nr_start").disabled
     reasons = " ".join(w.value for w in at.warning)
@@ -91,7 +91,7 @@ def test_results_epsilon_zero_no_traceback(finished_workspace, monkeypatch) -> N
     number > 0)."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(finished_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     at.checkbox(key="res_gate").check().run()
     box = at.text_input(key="res_eps_digits-study")
     box.set_value("0").run()

@@ -34,8 +34,8 @@ def _page(ws: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return at
 
 
-@pytest.mark.parametrize(("page", "keys"), [("pages/5_Route_trace.py", ["rt_pick_big"]),
-                                            ("pages/7_Explain.py", ["ex_pick_big", "ex_base_big"])])
+@pytest.mark.parametrize(("page", "keys"), [("app_pages/5_Route_trace.py", ["rt_pick_big"]),
+                                            ("app_pages/7_Explain.py", ["ex_pick_big", "ex_base_big"])])
 def test_pickers_offer_a_bounded_list_and_find_any_candidate(big_workspace: Path, page: str,
                                                              keys: list[str], monkeypatch) -> None:
     at = _page(big_workspace, page, monkeypatch)
@@ -50,7 +50,7 @@ def test_pickers_offer_a_bounded_list_and_find_any_candidate(big_workspace: Path
 
 
 def test_compare_offers_a_bounded_list(big_workspace: Path, monkeypatch) -> None:
-    at = _page(big_workspace, "pages/6_Compare.py", monkeypatch)
+    at = _page(big_workspace, "app_pages/6_Compare.py", monkeypatch)
     pick = at.multiselect(key="cmp_pick_big")
     assert len(pick.options) <= MAX_OPTIONS and len(pick.value) == 2
     at.text_input(key="cmp_find_big").set_value("#901").run()
@@ -71,7 +71,7 @@ def test_explain_page_reads_the_store_once(big_workspace: Path, monkeypatch) -> 
         raise AssertionError("the Explain page re-read the whole store")
 
     monkeypatch.setattr(explain_study, "read_study", no_second_read)
-    at = _page(big_workspace, "pages/7_Explain.py", monkeypatch)
+    at = _page(big_workspace, "app_pages/7_Explain.py", monkeypatch)
     assert not at.exception, at.exception
     assert any("Knob effects" in h.value for h in at.subheader)
 
@@ -86,7 +86,7 @@ def test_overview_reads_no_candidate_records(big_workspace: Path, monkeypatch) -
 
     monkeypatch.setattr(SQLiteStudyStore, "candidates", no_full_read)
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(big_workspace))
-    at = AppTest.from_file(str(ROOT / "pages" / "0_Overview.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(ROOT / "app_pages" / "0_Overview.py"), default_timeout=120).run()
     assert not at.exception, at.exception
     row = at.dataframe[0].value.iloc[0]
     assert row["study"] == "big" and str(N) in " ".join(map(str, row.to_dict().values()))

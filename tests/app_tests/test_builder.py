@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app_tests.conftest import APP
 
 
-KX = "pages/1_Knob_explorer.py"
+KX = "app_pages/1_Knob_explorer.py"
 
 
 def _explorer(ws, monkeypatch) -> AppTest:

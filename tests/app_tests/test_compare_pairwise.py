@@ -55,7 +55,7 @@ def _compare(ws: Path, monkeypatch, locks: Path) -> AppTest:
     at.session_state[state.STUDY] = "tiny"
     at.session_state[state.COMPARE] = [0, 1]
     at.run()
-    at.switch_page("pages/6_Compare.py").run()
+    at.switch_page("app_pages/6_Compare.py").run()
     assert not at.exception, at.exception
     return at
 

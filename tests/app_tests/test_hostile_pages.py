@@ -57,7 +57,7 @@ def test_compare_and_explain_do_not_follow_a_profile_linked_out(tmp_path: Path, 
         profile_path(study, n).parent.mkdir(parents=True, exist_ok=True)
         profile_path(study, n).unlink(missing_ok=True)
         profile_path(study, n).symlink_to(target)
-    for page, extra in (("pages/7_Explain.py", {state.CANDIDATE: 1}), ("pages/6_Compare.py", {state.COMPARE: [0, 1]})):
+    for page, extra in (("app_pages/7_Explain.py", {state.CANDIDATE: 1}), ("app_pages/6_Compare.py", {state.COMPARE: [0, 1]})):
         at = _page(ws, monkeypatch, page, **{state.STUDY: "copied", **extra})
         assert "SECRET_LAYER" not in _everything(at), page
 
@@ -65,7 +65,7 @@ def test_compare_and_explain_do_not_follow_a_profile_linked_out(tmp_path: Path, 
 def test_compare_asks_before_running_the_study_code(tmp_path: Path, monkeypatch) -> None:
     """Defect: Compare's re-validation started the study's routes (and code) with no question."""
     ws, _, marker = _foreign_study(tmp_path)
-    at = _page(ws, monkeypatch, "pages/6_Compare.py", **{state.STUDY: "copied", state.COMPARE: [0, 1]})
+    at = _page(ws, monkeypatch, "app_pages/6_Compare.py", **{state.STUDY: "copied", state.COMPARE: [0, 1]})
     at.button(key="cmp_reval").click().run()
     assert not at.exception, at.exception
     warnings = " ".join(w.value for w in at.warning)
@@ -83,7 +83,7 @@ def test_resume_never_writes_to_a_stored_output_outside_the_workspace(tmp_path: 
         cfg = {**store.config(), "output": str(foreign / "model.onnx")}
     with sqlite3.connect(study / "study.sqlite") as conn:
         conn.execute("UPDATE study SET config = ? WHERE id = 1", (json.dumps(cfg),))
-    at = _page(ws, monkeypatch, "pages/3_Live.py", **{state.STUDY: "copied"})
+    at = _page(ws, monkeypatch, "app_pages/3_Live.py", **{state.STUDY: "copied"})
     at.button(key="live_resume").click().run()
     assert not at.exception, at.exception
     assert any("outside the workspace" in e.value for e in at.error), [e.value for e in at.error]
@@ -99,6 +99,6 @@ def test_pages_show_no_file_linked_out_of_the_folder(tmp_path: Path, monkeypatch
     secret.write_text('{"study": "TOP-SECRET-TOKEN", "notes": {"1": "TOP-SECRET-TOKEN"}}\nTOP-SECRET-TOKEN\n')
     (study / "tuner.log").symlink_to(secret)
     (study / "notes.json").symlink_to(secret)
-    for page in ("pages/3_Live.py", "pages/4_Results.py", "pages/0_Overview.py"):
+    for page in ("app_pages/3_Live.py", "app_pages/4_Results.py", "app_pages/0_Overview.py"):
         at = _page(ws, monkeypatch, page, **{state.STUDY: "copied"})
         assert "TOP-SECRET-TOKEN" not in _everything(at), page

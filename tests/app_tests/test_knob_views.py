@@ -19,7 +19,7 @@ def test_knob_views_render_and_highlight(finished_workspace, monkeypatch) -> Non
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.SELECTED] = {"digits-study": [2]}
     at.run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     assert not at.exception, at.exception
     for view, title in (("Contour", "Contour"), ("Rank", "Rank of latency"), ("Slice", "Slice")):
         at.segmented_control(key="res_view").set_value(view).run()
@@ -47,7 +47,7 @@ def test_a_chart_selection_becomes_the_studys_selection(finished_workspace, monk
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state["res_view"] = "Slice"
     at.run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     points = [{"customdata": [3]}, {"customdata": [5]}, {"customdata": [3]}]
     at.session_state["res_slice"] = {"selection": {"points": points, "box": [], "lasso": []}}
     at.run()
@@ -96,7 +96,7 @@ def test_every_view_draws_all_points_and_marks_the_selection(finished_workspace,
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.SELECTED] = {"digits-study": chosen}
     at.run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     for view in ("Contour", "Rank"):
         at.segmented_control(key="res_view").set_value(view).run()
         assert not at.exception, (view, at.exception)

@@ -48,7 +48,7 @@ def _live(ws: Path, monkeypatch) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=30)
     at.session_state[state.STUDY] = "live"
     at.run()
-    at.switch_page("pages/3_Live.py").run()
+    at.switch_page("app_pages/3_Live.py").run()
     assert not at.exception, at.exception
     return at
 

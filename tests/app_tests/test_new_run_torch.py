@@ -16,7 +16,7 @@ pytestmark = pytest.mark.torch
 def _new_run(ws, monkeypatch) -> AppTest:
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(ws))
     at = AppTest.from_file(str(APP), default_timeout=120).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     assert not at.exception, at.exception
     return at
 

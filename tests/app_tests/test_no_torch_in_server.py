@@ -27,15 +27,15 @@ SCRIPT = textwrap.dedent("""
     os.environ["GPTUNER_WORKSPACE"] = ws
     seen, problems = {}, []
     at = AppTest.from_file(app, default_timeout=300).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     at.selectbox(key="nr_sample").set_value("torch_digits_cnn (torch)").run()
     at.checkbox(key="nr_use_eps").check().run()
     code = " ".join(c.value for c in at.code)
     if "-torch:precision=[fp32|bf16]" not in code:
         problems.append("New run did not offer the torch knobs: " + code[:300])
     seen["New run (torch sample)"] = "torch" in sys.modules
-    for page in sorted(os.listdir(os.path.join(os.path.dirname(app), "pages"))):
-        at.switch_page("pages/" + page).run()
+    for page in sorted(os.listdir(os.path.join(os.path.dirname(app), "app_pages"))):
+        at.switch_page("app_pages/" + page).run()
         if at.exception:
             problems.append(page + ": " + str(at.exception))
         if page.startswith("5_") and not any("compile_fx" in c.value for c in at.code):

@@ -97,8 +97,8 @@ def _page(study: Path, monkeypatch, page: str | None) -> AppTest:
     return at
 
 
-@pytest.mark.parametrize("page", ["pages/3_Live.py", "pages/4_Results.py", "pages/5_Route_trace.py",
-                                  "pages/6_Compare.py", "pages/7_Explain.py"])
+@pytest.mark.parametrize("page", ["app_pages/3_Live.py", "app_pages/4_Results.py", "app_pages/5_Route_trace.py",
+                                  "app_pages/6_Compare.py", "app_pages/7_Explain.py"])
 def test_pages_lead_with_the_verdict(study, winner, screened, monkeypatch, page):
     at = _page(study, monkeypatch, page)
     banners = [e.value for e in (*at.info, *at.success)]
@@ -119,7 +119,7 @@ def test_overview(study, winner, monkeypatch):
 
 
 def test_results_scatter_never_stars_the_default(study, monkeypatch):
-    at = _page(study, monkeypatch, "pages/4_Results.py")
+    at = _page(study, monkeypatch, "app_pages/4_Results.py")
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     names = [t.get("name", "") for s in specs for t in s["data"]]
     assert names and not any(str(n).startswith("winner") for n in names)
@@ -155,7 +155,7 @@ def test_waiting_is_shown_on_overview_and_live_with_stop(tmp_path, monkeypatch):
     at = _page(study, monkeypatch, None)
     row = at.dataframe[0].value.iloc[0]
     assert row["status"] == "waiting" and message in row["message"]
-    at.switch_page("pages/3_Live.py").run()
+    at.switch_page("app_pages/3_Live.py").run()
     assert not at.exception, at.exception
     assert any("status: **waiting**" in m.value and message in m.value for m in at.markdown)
     stop = next(b for b in at.button if b.key == "live_stop")

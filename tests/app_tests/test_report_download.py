@@ -16,7 +16,7 @@ def test_results_offers_the_html_report(finished_workspace, monkeypatch) -> None
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.STUDY] = "digits-study"
     at.run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     assert not at.exception, at.exception
     buttons = [b for b in at.get("download_button") if b.proto.label == "Download report (HTML)"]
     assert len(buttons) == 1, [b.proto.label for b in at.get("download_button")]

@@ -33,7 +33,7 @@ def test_overview_lists_the_study(finished_workspace, monkeypatch) -> None:
 
 def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
     """Raising ε admits accuracy-failed candidates: the eligible count grows, nothing re-runs."""
-    at = _page(finished_workspace, "pages/4_Results.py", monkeypatch)
+    at = _page(finished_workspace, "app_pages/4_Results.py", monkeypatch)
     metrics = {m.label: m.value for m in at.metric}
     eligible_before = int(metrics["eligible"])
     failed_before = int(metrics["accuracy-failed"])
@@ -47,7 +47,7 @@ def test_results_epsilon_reranks(finished_workspace, monkeypatch) -> None:
 
 def test_results_table_filter(finished_workspace, monkeypatch) -> None:
     """The table filter narrows rows to one category."""
-    at = _page(finished_workspace, "pages/4_Results.py", monkeypatch)
+    at = _page(finished_workspace, "app_pages/4_Results.py", monkeypatch)
     at.segmented_control(key="res_view").set_value("Table").run()
     at.multiselect(key="res_cats").set_value(["crashed / failed"]).run()
     table = at.dataframe[0].value
@@ -56,7 +56,7 @@ def test_results_table_filter(finished_workspace, monkeypatch) -> None:
 
 def test_route_trace_seeded_candidate(finished_workspace, monkeypatch) -> None:
     """The route trace shows the candidate chosen elsewhere (session state), with layers."""
-    at = _page(finished_workspace, "pages/5_Route_trace.py", monkeypatch,
+    at = _page(finished_workspace, "app_pages/5_Route_trace.py", monkeypatch,
                **{state.STUDY: "digits-study", state.CANDIDATE: 0})
     fields = dict(at.dataframe[0].value.values.tolist())
     assert fields["number"] == "0"
@@ -67,7 +67,7 @@ def test_route_trace_seeded_candidate(finished_workspace, monkeypatch) -> None:
 
 def test_compare_seeded(finished_workspace, monkeypatch) -> None:
     """Compare shows the route differences of the seeded candidates."""
-    at = _page(finished_workspace, "pages/6_Compare.py", monkeypatch,
+    at = _page(finished_workspace, "app_pages/6_Compare.py", monkeypatch,
                **{state.STUDY: "digits-study", state.COMPARE: [0, 1, 2]})
     assert at.multiselect(key="cmp_pick_digits-study").value == [0, 1, 2]
     assert not at.error
@@ -75,14 +75,14 @@ def test_compare_seeded(finished_workspace, monkeypatch) -> None:
 
 def test_live_finished_study_offers_results(finished_workspace, monkeypatch) -> None:
     """A finished study shows full progress and no stop button."""
-    at = _page(finished_workspace, "pages/3_Live.py", monkeypatch)
+    at = _page(finished_workspace, "app_pages/3_Live.py", monkeypatch)
     assert not [b for b in at.button if b.key == "live_stop"]
     assert any("finished" in m.value for m in at.markdown)
 
 
 def test_new_run_rejects_bad_upload(empty_workspace, monkeypatch) -> None:
     """A file that is not ONNX is refused with a clear message, never a traceback."""
-    at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    at = _page(empty_workspace, "app_pages/2_New_run.py", monkeypatch)
     at.radio(key="nr_source").set_value("Upload").run()
     at.file_uploader(key="nr_model_file").upload("model.onnx", b"this is not onnx").run()
     assert not at.exception
@@ -106,7 +106,7 @@ def test_failed_launch_on_overview_and_live(empty_workspace, monkeypatch) -> Non
     at = AppTest.from_file(str(APP), default_timeout=30).run()
     assert any("failed to start" in e.value and "--epsilon must be a positive number" in e.value
                for e in at.error), [e.value for e in at.error]
-    at = _page(empty_workspace, "pages/3_Live.py", monkeypatch,
+    at = _page(empty_workspace, "app_pages/3_Live.py", monkeypatch,
                **{state.LAST_LAUNCH: {"study": folder.name, "pid": 2**22 + 12345,
                                       "command": "gptuner tune m.onnx --epsilon 0"}})
     assert any("failed to start" in e.value and "positive number" in e.value for e in at.error)
@@ -119,11 +119,11 @@ def test_notes_saved_beside_the_store(tmp_path, monkeypatch) -> None:
 
     study = write_synthetic_study(tmp_path / "ws" / "noted", 8, seed=4)
     before = (study / "study.sqlite").read_bytes()
-    at = _page(tmp_path / "ws", "pages/4_Results.py", monkeypatch, **{state.STUDY: "noted"})
+    at = _page(tmp_path / "ws", "app_pages/4_Results.py", monkeypatch, **{state.STUDY: "noted"})
     at.segmented_control(key="res_view").set_value("Notes").run()
     at.text_area(key="note_noted_study").set_value("fp16 weights fail the gate").run()
     at.button(key="note_noted_study_save").click().run()
-    at.switch_page("pages/5_Route_trace.py").run()
+    at.switch_page("app_pages/5_Route_trace.py").run()
     number = at.session_state[state.CANDIDATE]
     at.text_area(key=f"note_noted_{number}").set_value("re-check on a quiet machine").run()
     at.button(key=f"note_noted_{number}_save").click().run()
@@ -141,7 +141,7 @@ def test_route_trace_offers_the_artifact(tmp_path, monkeypatch) -> None:
     study = write_synthetic_study(tmp_path / "ws" / "art", 6, seed=5)
     art = study / "candidates" / "00000" / "model.onnx"
     art.write_bytes(b"onnx-bytes")
-    at = _page(tmp_path / "ws", "pages/5_Route_trace.py", monkeypatch,
+    at = _page(tmp_path / "ws", "app_pages/5_Route_trace.py", monkeypatch,
                **{state.STUDY: "art", state.CANDIDATE: 0})
     buttons = at.get("download_button")
     assert any("model.onnx" in b.proto.label for b in buttons), [b.proto.label for b in buttons]
@@ -154,7 +154,7 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
     from gptuner_core.strategies import DEFAULT_STRATEGY
     from gptuner_core.strategies import describe_strategies
 
-    at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    at = _page(empty_workspace, "app_pages/2_New_run.py", monkeypatch)
     open_new_run_sections(at)
     at.run()
     assert at.selectbox(key="nr_search").value == DEFAULT_STRATEGY == "auto"
@@ -188,7 +188,7 @@ def test_new_run_defaults_are_the_clis(empty_workspace, monkeypatch) -> None:
 def test_new_run_offers_no_gate(empty_workspace, monkeypatch) -> None:
     """A new study needs a gate: the form's Start stays disabled with the CLI's line until ε is
     set or "No gate" is ticked (then the settings say no_gate)."""
-    at = _page(empty_workspace, "pages/2_New_run.py", monkeypatch)
+    at = _page(empty_workspace, "app_pages/2_New_run.py", monkeypatch)
     assert at.button(key="nr_start").disabled
     at.checkbox(key="nr_no_gate").check().run()
     assert not at.exception

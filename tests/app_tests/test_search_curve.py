@@ -31,7 +31,7 @@ def _history(ws, name, monkeypatch) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.STUDY] = name
     at.run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     at.segmented_control(key="res_view").set_value("History").run()
     assert not at.exception, at.exception
     return at

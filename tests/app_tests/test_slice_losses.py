@@ -35,12 +35,12 @@ def test_results_table_and_route_trace_show_slices(tmp_path, monkeypatch) -> Non
     at.session_state[state.CANDIDATE] = 3
     at.session_state["res_view"] = "Table"  # straight to the table (no figures to draw first)
     at.run()
-    at.switch_page("pages/4_Results.py").run()
+    at.switch_page("app_pages/4_Results.py").run()
     assert not at.exception, at.exception
     table = next(d.value for d in at.dataframe if f"loss:{SCORES}" in d.value.columns)
     assert "task:recall" in table.columns
     assert sorted(table[f"loss:{SCORES}"].round(3)) == [0.0, 0.02, 0.04, 0.06, 0.08, 0.1]
-    at.switch_page("pages/5_Route_trace.py").run()
+    at.switch_page("app_pages/5_Route_trace.py").run()
     assert not at.exception, at.exception
     acc = next(d.value for d in at.dataframe if "output" in d.value.columns)
     rows = dict(zip(acc["output"], acc["#3"], strict=True))

@@ -56,7 +56,7 @@ def test_page_on_real_gpu_study(page, h200_workspace, monkeypatch) -> None:
 
 def test_results_shows_drift_on_the_gpu_study(h200_workspace, monkeypatch) -> None:
     """The H200 study re-measured its default route: drift and normalization are offered."""
-    at = _run(APP.parent / "pages" / "4_Results.py", h200_workspace, monkeypatch)
+    at = _run(APP.parent / "app_pages" / "4_Results.py", h200_workspace, monkeypatch)
     assert not at.exception, at.exception
     at.segmented_control(key="res_view").set_value("Measurement health").run()
     assert any(c.key == "res_normalize" for c in at.checkbox)
@@ -70,7 +70,7 @@ def test_results_every_view(which, finished_workspace, h200_workspace, monkeypat
     from gptuner_core.dashboard.results import TABS
 
     ws = finished_workspace if which == "finished" else h200_workspace
-    at = _run(APP.parent / "pages" / "4_Results.py", ws, monkeypatch)
+    at = _run(APP.parent / "app_pages" / "4_Results.py", ws, monkeypatch)
     for view in TABS:
         at.segmented_control(key="res_view").set_value(view).run()
         assert not at.exception, (view, at.exception)

@@ -19,7 +19,7 @@ def test_new_run_keeps_every_field_across_pages(empty_workspace, monkeypatch) ->
     """Defect: New run → Knob explorer → New run reset everything but the expression."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     open_new_run_sections(at)
     at.checkbox(key="nr_use_eps").check().run()
     for key, value in FILLED.items():
@@ -29,8 +29,8 @@ def test_new_run_keeps_every_field_across_pages(empty_workspace, monkeypatch) ->
     preview = next(c.value for c in at.code if "--study" in c.value)
     # the preview names the folder Start creates: <name>-<date>-<time>, not a bare <name>
     assert re.search(rf"{re.escape(str(empty_workspace))}/walk-\d{{8}}-\d{{6}}", preview), preview
-    at.switch_page("pages/1_Knob_explorer.py").run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/1_Knob_explorer.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     assert not at.exception, at.exception
     assert at.checkbox(key="nr_use_eps").value
     assert {k: at.text_input(key=k).value for k in FILLED} == FILLED
@@ -43,7 +43,7 @@ def test_study_name_follows_the_model_until_typed(empty_workspace, monkeypatch) 
     """Defect: choosing another model left the name (and preview) at the first model's."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     assert at.text_input(key="nr_name").value == "cnn_digits"
     at.selectbox(key="nr_sample").set_value("mlp_digits").run()
     assert at.text_input(key="nr_name").value == "mlp_digits"
@@ -64,7 +64,7 @@ def test_closed_sections_draw_nothing_and_keep_what_was_typed(empty_workspace, m
     draw no input; what was typed while open still goes into the study, and is back on reopening."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(empty_workspace))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     at.checkbox(key="nr_use_eps").check().run()
     inside = ("nr_adv_", "nr_meas_", "nr_sopt_", "nr_bopt_", "nr_keep", "nr_warm", "nr_output")
     assert not [w.key for w in [*at.text_input, *at.selectbox] if w.key and w.key.startswith(inside)]
@@ -84,8 +84,8 @@ def test_closed_sections_draw_nothing_and_keep_what_was_typed(empty_workspace, m
     at.run()
     assert not [w.key for w in [*at.text_input, *at.selectbox] if w.key and w.key.startswith(inside)]
     assert _config(at) == typed
-    at.switch_page("pages/1_Knob_explorer.py").run()
-    at.switch_page("pages/2_New_run.py").run()
+    at.switch_page("app_pages/1_Knob_explorer.py").run()
+    at.switch_page("app_pages/2_New_run.py").run()
     assert _config(at) == typed
     open_new_run_sections(at)
     at.run()

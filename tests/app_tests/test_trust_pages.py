@@ -45,7 +45,7 @@ def test_route_trace_refuses_a_log_outside_the_study(tmp_path, monkeypatch) -> N
     at.session_state[state.STUDY] = "copied"
     at.session_state[state.CANDIDATE] = 6
     at.run()
-    at.switch_page("pages/5_Route_trace.py").run()
+    at.switch_page("app_pages/5_Route_trace.py").run()
     assert not at.exception, at.exception
     assert not any("TOP-SECRET-TOKEN" in c.value for c in at.code)
     assert any("outside the study folder" in e.value for e in at.error)
@@ -58,7 +58,7 @@ def test_opening_every_page_runs_no_study_code(tmp_path, monkeypatch) -> None:
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.STUDY] = "copied"
     at.run()
-    for page in sorted((APP.parent / "pages").glob("*.py")):
+    for page in sorted((APP.parent / "app_pages").glob("*.py")):
         at.switch_page(str(page.relative_to(APP.parent))).run()
         assert not at.exception, (page.name, at.exception)
     assert not marker.exists()
@@ -72,7 +72,7 @@ def test_resume_of_foreign_code_asks_first(tmp_path, monkeypatch) -> None:
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.STUDY] = "copied"
     at.run()
-    at.switch_page("pages/3_Live.py").run()
+    at.switch_page("app_pages/3_Live.py").run()
     assert not at.exception, at.exception
     at.button(key="live_resume").click().run()
     assert not at.exception, at.exception

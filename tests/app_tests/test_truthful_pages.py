@@ -18,12 +18,12 @@ def _page(page: str, ws, monkeypatch) -> AppTest:
 
 
 def test_importance_tab_shows_explains_numbers(finished_workspace, monkeypatch) -> None:
-    at = _page("pages/4_Results.py", finished_workspace, monkeypatch)
+    at = _page("app_pages/4_Results.py", finished_workspace, monkeypatch)
     at.segmented_control(key="res_view").set_value("Importance").run()
     assert not at.exception, at.exception
     assert not any("not in this build" in i.value for i in at.info)
     shown = next(d.value for d in at.dataframe if "importance" in d.value.columns)
-    at.switch_page("pages/7_Explain.py").run()
+    at.switch_page("app_pages/7_Explain.py").run()
     explained = next(d.value for d in at.dataframe if "importance" in d.value.columns)
     assert shown.round(6).to_dict("records") == explained.round(6).to_dict("records")
     assert len(shown) >= 2
@@ -43,7 +43,7 @@ def test_results_never_asks_to_revalidate_a_revalidated_route(tmp_path, monkeypa
                                   "ci": [0.99, 1.01], "best": loose, "best_speedup": 1.004,
                                   "best_ci": [0.99, 1.02], "rounds": 12, "significant": False,
                                   "message": "no route is significantly faster"})
-    at = _page("pages/4_Results.py", tmp_path, monkeypatch)
+    at = _page("app_pages/4_Results.py", tmp_path, monkeypatch)
     at.text_input(key="res_eps_digits-study").set_value("1").run()
     assert not at.exception, at.exception
     hints = [c.value for c in at.caption if "fastest eligible route" in c.value]
@@ -53,7 +53,7 @@ def test_results_never_asks_to_revalidate_a_revalidated_route(tmp_path, monkeypa
 def test_compare_knows_the_study_revalidated_the_winner(finished_workspace, monkeypatch) -> None:
     """Defect: Compare said "#1 has not been re-validated against #0 yet" right under the study
     verdict about #1."""
-    at = _page("pages/6_Compare.py", finished_workspace, monkeypatch)
+    at = _page("app_pages/6_Compare.py", finished_workspace, monkeypatch)
     assert not at.exception, at.exception
     lines = [c.value for c in at.caption]
     assert not any("has not been re-validated" in line for line in lines), lines
@@ -71,7 +71,7 @@ def test_live_draws_no_empty_chart_while_the_first_route_measures(tmp_path, monk
     with open_store(study) as store:
         store.put_candidate(CandidateRecord(number=0, requested_route="",
                                             state=CandidateState.RUNNING))
-    at = _page("pages/3_Live.py", tmp_path, monkeypatch)
+    at = _page("app_pages/3_Live.py", tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert not at.get("plotly_chart")
     assert any("No latency measured yet" in c.value for c in at.caption)
@@ -84,7 +84,7 @@ def test_overview_shows_each_studys_best_value(finished_workspace, monkeypatch) 
     with open_store(finished_workspace / "digits-study", readonly=True) as store:
         best = min(r.latency.median_ms for r in store.candidates()
                    if r.state.value == "COMPLETE" and r.latency is not None)
-    at = _page("pages/0_Overview.py", finished_workspace, monkeypatch)
+    at = _page("app_pages/0_Overview.py", finished_workspace, monkeypatch)
     assert not at.exception, at.exception
     table = next(d.value for d in at.dataframe if "study" in d.value.columns)
     assert table.loc[table["study"] == "digits-study", "best ms"].iloc[0] == best

@@ -22,7 +22,7 @@ def test_the_box_is_the_figure_height() -> None:
 
 def test_every_chart_goes_through_the_box() -> None:
     """No page draws a plotly chart outside ``charts.plotly`` (a bare one moves what is below)."""
-    bare = [str(p.relative_to(ROOT)) for p in [*ROOT.glob("pages/*.py"), ROOT / "app.py",
+    bare = [str(p.relative_to(ROOT)) for p in [*ROOT.glob("app_pages/*.py"), ROOT / "app.py",
                                                *ROOT.glob("gptuner_core/dashboard/*.py")]
             if p.name != "charts.py" and "st.plotly_chart(" in p.read_text()]
     assert not bare

@@ -15,7 +15,7 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 def _explain_page(cnn_study, monkeypatch) -> AppTest:
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(cnn_study.parent))
     at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/7_Explain.py").run()
+    at.switch_page("app_pages/7_Explain.py").run()
     return at
 
 

@@ -73,21 +73,21 @@ def test_overview_verdict_column(study, winner, monkeypatch):
 
 
 def test_live(study, winner, monkeypatch):
-    at = _page(study, monkeypatch, "pages/3_Live.py")
+    at = _page(study, monkeypatch, "app_pages/3_Live.py")
     assert _verdict_line(winner) in _texts(at)
     speedups = [m for m in at.metric if str(m.value).endswith("x")]
     assert speedups and all(m.label.lower().startswith("screening") for m in speedups)
 
 
 def test_results(study, winner, monkeypatch):
-    at = _page(study, monkeypatch, "pages/4_Results.py")
+    at = _page(study, monkeypatch, "app_pages/4_Results.py")
     assert _verdict_line(winner) in _texts(at)
     speedups = [m for m in at.metric if str(m.value).endswith("x")]
     assert speedups and all(m.label.lower().startswith("screening") for m in speedups)
 
 
 def test_compare(study, winner, monkeypatch):
-    at = _page(study, monkeypatch, "pages/6_Compare.py")
+    at = _page(study, monkeypatch, "app_pages/6_Compare.py")
     assert _verdict_line(winner) in _texts(at)
     columns = {c for d in at.dataframe for c in d.value.columns}
     assert "screening speedup" in columns and "speedup" not in columns
@@ -163,7 +163,7 @@ def test_health_drift_tile_is_the_charts_drift(study, monkeypatch, tmp_path):
     copy = tmp_path / "ws" / "drifting"
     shutil.copytree(study, copy)
     _drift_sentinel(copy, after=1)
-    at = _page(copy, monkeypatch, "pages/4_Results.py")
+    at = _page(copy, monkeypatch, "app_pages/4_Results.py")
     at.segmented_control(key="res_view").set_value("Measurement health").run()
     assert not at.exception, at.exception
     tile = next(m.value for m in at.metric if m.label == "default-route drift")

@@ -140,7 +140,7 @@ def test_explain_page_renders_the_torch_layer_diff(study, monkeypatch):
 
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(study.parent))
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/7_Explain.py").run()
+    at.switch_page("app_pages/7_Explain.py").run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     assert "Per-layer diff #0 → #1" in [s.value for s in at.subheader]

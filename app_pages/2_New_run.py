@@ -91,4 +91,4 @@ if st.button("Start tuning", type="primary", disabled=bool(problems), key="nr_st
         state.put(state.LAST_LAUNCH, {"study": study_dir.name, "pid": pid,
                                       "command": command})
         st.query_params["study"] = study_dir.name
-        st.switch_page("pages/3_Live.py")
+        st.switch_page("app_pages/3_Live.py")

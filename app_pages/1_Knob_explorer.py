@@ -79,7 +79,7 @@ else:
         )
         if c2.button("Use in New run", key="kx_use"):
             state.put(state.EXPRESSION, str(expr))
-            st.switch_page("pages/2_New_run.py")
+            st.switch_page("app_pages/2_New_run.py")
 
 st.subheader("Diff two knob databases")
 c1, c2 = st.columns(2)

@@ -138,4 +138,4 @@ elif status in ("stopped", "interrupted", "failed"):
             else:
                 st.rerun()
 else:
-    c1.page_link("pages/4_Results.py", label="See the results", icon=":material/insights:")
+    c1.page_link("app_pages/4_Results.py", label="See the results", icon=":material/insights:")

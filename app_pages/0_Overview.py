@@ -73,10 +73,10 @@ def overview() -> None:
             st.query_params["study"] = name
             st.success(f"Selected **{name}** — open a page:")
             cols = st.columns(4)
-            cols[0].page_link("pages/3_Live.py", label="Live", icon=":material/monitoring:")
-            cols[1].page_link("pages/4_Results.py", label="Results", icon=":material/insights:")
-            cols[2].page_link("pages/5_Route_trace.py", label="Route trace", icon=":material/route:")
-            cols[3].page_link("pages/6_Compare.py", label="Compare", icon=":material/compare_arrows:")
+            cols[0].page_link("app_pages/3_Live.py", label="Live", icon=":material/monitoring:")
+            cols[1].page_link("app_pages/4_Results.py", label="Results", icon=":material/insights:")
+            cols[2].page_link("app_pages/5_Route_trace.py", label="Route trace", icon=":material/route:")
+            cols[3].page_link("app_pages/6_Compare.py", label="Compare", icon=":material/compare_arrows:")
         if (table["stale"] != "").any():
             st.warning(
                 "⚠ Stale studies were recorded on a different model, software or machine than this "
