@@ -182,6 +182,10 @@ def revalidation_progress(dir_names: Sequence[str], *, top_k: int, rounds: int) 
     return done, max(planned, done)
 
 
+#: statuses of a study whose tuner exited before the end: its phase is that status, never "done"
+UNFINISHED = ("stopped", "interrupted", "failed")
+
+
 def live_progress(
     progress: Mapping[str, Any] | None,
     *,
@@ -237,6 +241,8 @@ def live_progress(
             phase = f"re-validation {revalidation[0]}/{revalidation[1]} measurements"
             fraction = min(1.0, revalidation[0] / revalidation[1]) if revalidation[1] else fraction
             text = f"re-validating the finalists in fresh processes · {text}"
+    if status in UNFINISHED:  # the tuner reports "done" at every exit, stopped or not
+        phase, eta = str(status), "—"
     return LiveProgress(
         fraction=fraction,
         text=text,

@@ -81,6 +81,8 @@ def test_stop_then_resume(tmp_path, monkeypatch):
     at = _live(ws, monkeypatch)
     resume = [b for b in at.button if b.key == "live_resume"]
     assert resume, "a stopped study shows a Resume button"
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Phase"] == "stopped" and shown["ETA"] == "—", shown  # never "done", "0s"
     resume[0].click().run()
     assert not at.exception, at.exception
     assert _wait(lambda: _status(study)[0] == "finished" and not is_running(study), 180)

@@ -25,3 +25,14 @@ def test_revalidation_phase_not_idle() -> None:
     assert p.fraction == 3 / 20
     done = views.live_progress({"done": 8, "total": 8, "phase": "done", "eta_s": 0}, status="finished")
     assert done.phase == "done"
+
+
+def test_a_study_that_did_not_finish_never_reads_phase_done() -> None:
+    """Defect (the walk test's screenshot e2e-walk-4-stopped.png): a study stopped on request
+    showed "status: stopped" beside "Phase done" and "ETA 0s", as the tuner reports "done" at
+    every exit. The phase and the ETA follow the study's status."""
+    meta = {"done": 1, "total": 6, "phase": "done", "eta_s": 0}
+    for status in ("stopped", "interrupted", "failed"):
+        p = views.live_progress(meta, status=status)
+        assert p.phase == status and p.eta == "—", (status, p)
+    assert views.live_progress(meta, status="finished").phase == "done"
