@@ -124,7 +124,7 @@ if running:
     elif c1.button("Stop", key="live_stop", type="secondary"):
         launch.request_stop(study)
         st.rerun()
-elif status in ("stopped", "interrupted", "failed"):
+elif status in views.UNFINISHED:
     if c1.button("Resume", key="live_resume", type="primary"):
         state.put(state.RESUME_ASK, study.name)
     if state.get(state.RESUME_ASK) == study.name:

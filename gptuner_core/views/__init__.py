@@ -35,6 +35,7 @@ from gptuner_core.views.knobs import route_counts
 from gptuner_core.views.knobs import search_knobs
 from gptuner_core.views.scatter import accuracy_latency_figure
 from gptuner_core.views.scatter import knob_effect_figure
+from gptuner_core.views.studies import UNFINISHED
 from gptuner_core.views.studies import LiveProgress
 from gptuner_core.views.studies import StudySummary
 from gptuner_core.views.studies import effective_status
@@ -59,6 +60,7 @@ __all__ = [
     "FAILED",
     "NOT_MEASURED",
     "PENDING",
+    "UNFINISHED",
     "LiveProgress",
     "StudySummary",
     "accuracy_frame",

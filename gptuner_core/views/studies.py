@@ -182,7 +182,8 @@ def revalidation_progress(dir_names: Sequence[str], *, top_k: int, rounds: int) 
     return done, max(planned, done)
 
 
-#: statuses of a study whose tuner exited before the end: its phase is that status, never "done"
+#: statuses of a study whose tuner exited before the end: its phase is that status, never "done",
+#: and Live offers to resume it
 UNFINISHED = ("stopped", "interrupted", "failed")
 
 

@@ -2,7 +2,7 @@
 the server restarted) gets the dashboard's own navigation, not Streamlit's legacy one.
 
 Streamlit decides once per server, at its first script run, whether the app is a legacy
-``app_pages/``-folder app: when ``app.py`` sits beside a folder named ``pages`` and the first
+``pages/``-folder app: when ``app.py`` sits beside a folder named ``pages`` and the first
 request is for a page, it runs that page's file alone (``app.py`` never runs) and keeps doing so
 for that visitor: the sidebar shows an extra "app" entry and none of the pages' icons."""
 
