@@ -17,11 +17,7 @@ from gptuner_core.errors import GptunerError
 
 ws = widgets.page_setup("Route trace", "🔎")
 st.title("Route trace")
-study, snap = widgets.require_snapshot(ws)
-widgets.verdict_banner(snap.meta)
-if not snap.records:
-    st.info(f"**{study.name}** has no candidates yet.")
-    st.stop()
+study, snap = widgets.require_candidates(ws)
 
 winner_number = (snap.meta.get("winner") or {}).get("number")
 wanted = state.get(state.CANDIDATE)
@@ -47,9 +43,7 @@ with right:
     st.subheader("Requested vs effective route")
     diff = views.route_diff_frame({"requested": rec.requested_route, "effective": rec.effective_route or ""})
     if len(diff):
-        st.dataframe(diff.style.apply(
-            lambda row: ["background-color: #fff3cd" if row["differs"] else "" for _ in row], axis=1),
-            hide_index=True, width="stretch")
+        widgets.differences_table(diff)
     else:
         st.caption("Default route: every knob at its default.")
     st.subheader("Accuracy per output and slice")

@@ -65,9 +65,7 @@ diff = views.route_diff_frame(routes)
 only = st.checkbox("Only knobs that differ", value=True, key="cmp_only")
 shown = diff[diff["differs"]] if only else diff
 if len(shown):
-    st.dataframe(shown.style.apply(
-        lambda row: ["background-color: #fff3cd" if row["differs"] else "" for _ in row], axis=1),
-        hide_index=True, width="stretch")
+    widgets.differences_table(shown)
 else:
     st.caption("These routes set identical knob values.")
 

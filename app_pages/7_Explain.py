@@ -13,11 +13,7 @@ from gptuner_core.dashboard import widgets
 
 ws = widgets.page_setup("Explain", "🧭")
 st.title("Explain")
-study, snap = widgets.require_snapshot(ws)
-widgets.verdict_banner(snap.meta)
-if not snap.records:
-    st.info(f"**{study.name}** has no candidates yet.")
-    st.stop()
+study, snap = widgets.require_candidates(ws)
 
 known = {r.number for r in snap.records}
 first = snap.records[0].number

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 import streamlit as st
 
@@ -70,6 +71,24 @@ def require_snapshot(ws: Path) -> tuple[Path, Snapshot]:
     if snap is None:
         st.stop()
     return study, snap
+
+
+def require_candidates(ws: Path) -> tuple[Path, Snapshot]:
+    """:func:`require_snapshot`, the study's verdict first, and the page stops (after saying so)
+    while the study has no candidate."""
+    study, snap = require_snapshot(ws)
+    verdict_banner(snap.meta)
+    if not snap.records:
+        st.info(f"**{study.name}** has no candidates yet.")
+        st.stop()
+    return study, snap
+
+
+def differences_table(frame: Any) -> None:
+    """A table of knobs with a boolean ``differs`` column, the rows that differ highlighted."""
+    st.dataframe(frame.style.apply(
+        lambda row: ["background-color: #fff3cd" if row["differs"] else "" for _ in row], axis=1),
+        hide_index=True, width="stretch")
 
 
 def no_study_message() -> None:
