@@ -54,7 +54,7 @@ def failed_share(result, budget: int) -> float:
     return sum(s.state != "COMPLETE" for s in steps) / max(1, len(steps))
 
 
-def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None) -> dict:
+def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None, first=0) -> dict:
     from gptuner_core.engine.simulate import simulate
 
     opt, _ = rec.optimum()
@@ -64,7 +64,7 @@ def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None) 
         t0 = time.perf_counter()
         fr: list[list[float]] = []
         fails: list[float] = []
-        for seed in range(seeds):
+        for seed in range(first, first + seeds):
             opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo", "hybrid", "auto") else {}
             opts.update((options or {}).get(name, {}))
             res = simulate(name, rec, budget, seed=seed, prior=prior, **opts)
@@ -114,6 +114,8 @@ def main() -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="seeds FIRST..FIRST+SEEDS-1 (held-out seeds: e.g. 20 with --seeds 20)")
     p.add_argument("--budget", type=int, default=200)
     p.add_argument("--strategies", default="bo,random")
     p.add_argument("--spaces", default=",".join(SPACES))
@@ -133,14 +135,15 @@ def main() -> int:
     results: dict = {}
     for space in [s for s in a.spaces.split(",") if s]:
         results[space] = run_space(load_kt(space), names, a.seeds, a.budget, label=space,
-                                   options=options)
+                                   options=options, first=a.first_seed)
     warm: dict = {}
     for pair in [s for s in a.warm.split(",") if s]:
         src_name, dst_name = pair.split(":")
         src, dst = load_kt(src_name), load_kt(dst_name)
         rho, n = rank_correlation(src, dst)
         prior = load_prior([src], dst.expression)
-        per = run_space(dst, names, a.seeds, a.warm_budget, prior=prior, label=pair, options=options)
+        per = run_space(dst, names, a.seeds, a.warm_budget, prior=prior, label=pair, options=options,
+                        first=a.first_seed)
         warm[pair] = {"spearman": rho, "shared": n, "strategies": per}
         print(f"  {pair}: Spearman {rho:.3f} over {n} shared measured routes", file=sys.stderr)
     if results:
@@ -157,6 +160,7 @@ def main() -> int:
             entry.update({"spearman": w["spearman"], "shared": w["shared"]})
             entry["strategies"].update(w["strategies"])
         old["seeds"], old["budget"] = a.seeds, a.budget
+        old["first_seed"] = a.first_seed
         a.json.write_text(json.dumps(old, indent=1))
     return 0
 

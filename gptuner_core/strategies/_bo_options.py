@@ -57,6 +57,13 @@ OPTIONS = {
         ),
         default="kernel", choices=("kernel", "pairs"),
     ),
+    "pow2": StrategyOption(
+        description=(
+            "a size knob (positive integers) that mixes powers of two with other values (16, 32, "
+            "48 ... 256) gets a second model feature: is the value a power of two"
+        ),
+        default=True, type=bool,
+    ),
     "min_feasible": StrategyOption(
         description=(
             "only candidates whose P(builds) is at least this share of the likeliest "

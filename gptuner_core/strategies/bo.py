@@ -1,7 +1,9 @@
 """``bo``: Bayesian optimisation with a learned feasibility model and a transfer prior.
 
 Each route is a point of the product of its variable knobs, one feature per knob in [0, 1]
-(numeric values by position in their list; unordered values with more than two choices one-hot).
+(numeric values by position in their list; unordered values with more than two choices one-hot;
+an integer knob that mixes powers of two with other values also gets "is a power of two", which
+GPU block and tile sizes follow and a smooth model over positions cannot: ``pow2``).
 A Gaussian process (:mod:`._gp`, refitted as results come back) models the log median latency of
 the routes that built; a feasibility model (:mod:`._feasibility`) the probability that a route
 builds, from those that failed (BUILD_FAILED, CRASHED, TIMED_OUT, ACCURACY_FAILED, or absent
@@ -51,6 +53,17 @@ def _numeric(values: Sequence[str]) -> bool:
     return True
 
 
+def powers_of_two(values: Sequence[str]) -> tuple[float, ...] | None:
+    """1.0 / 0.0 per value: is it a power of two; ``None`` unless the knob is a size (positive
+    integers: with a 0 among them it is a level, a count or a switch) with more than two values
+    that mixes at least two powers of two with other values (a block size 16, 32, 48 ... 256:
+    GPU hardware favours 32, 64, 128, 256, a zig-zag over positions)."""
+    if len(values) <= 2 or not all(v.isdigit() and int(v) > 0 for v in values):
+        return None
+    flags = tuple(float(n & (n - 1) == 0) for n in map(int, values))
+    return flags if 2 <= sum(flags) < len(flags) else None
+
+
 class BoStrategy(Strategy):
     name = "bo"
     summary = (
@@ -89,6 +102,8 @@ class BoStrategy(Strategy):
         self._fixed = [t.values[0] if len(t.values) == 1 else "" for t in terms]
         self._names = space.names
         self._onehot = [len(terms[i].values) > 2 and not _numeric(terms[i].values) for i in self._var]
+        self._pow2 = [powers_of_two(terms[i].values) if self.opts["pow2"] else None
+                      for i in self._var]
         self._parsed: dict[str, tuple[int, ...] | None] = {}
         self._hyper: dict[str, Any] = {}
         self._fitted_at: dict[str, int] = {}
@@ -129,6 +144,8 @@ class BoStrategy(Strategy):
                 cols.append(np.eye(size)[idx[:, d]] / math.sqrt(2.0))
             else:
                 cols.append((idx[:, d] / (size - 1))[:, None])
+            if self._pow2[d] is not None:  # a second feature: is the value a power of two
+                cols.append(np.array(self._pow2[d])[idx[:, d]][:, None])
         return np.hstack(cols) if cols else np.zeros((len(idx), 0))
 
     # -- prior -------------------------------------------------------------------------------
