@@ -9,8 +9,10 @@ own (sampled pool, feasibility constraint, acquisition portfolio); the others ar
 * the centre is the best route so far that is not near a finished basin (``restart_distance``
   knobs or fewer from a finished centre, and no faster);
 * the candidates are its untried one-off neighbours (``reach=3``: also random two/three-off
-  ones); the GP orders them by expected improvement over the centre, among those about as
-  likely to build as the likeliest; a faster neighbour becomes the centre at once;
+  ones); the knobs take turns (``local_order=knobs``: a knob with the fewest of the centre's
+  neighbours tried goes next) and the GP picks the value by expected improvement over the
+  centre, among those about as likely to build as the likeliest; a faster neighbour becomes the
+  centre at once;
 * a centre whose one-off neighbours are all tried (or ``patience`` turns spent) is a finished
   local optimum. Every other time (``restart=random``) the next climb starts at a random route
   likely to build, away from every finished centre, and follows its own best route until it
@@ -64,6 +66,12 @@ class HybridStrategy(BoStrategy):
         "reach": StrategyOption(
             description="local moves change at most this many knobs (1: one-off neighbours only)",
             default=1, type=int, choices=(1, 3),
+        ),
+        "local_order": StrategyOption(
+            description="knobs: the knobs take turns (the next local move changes a knob with the "
+            "fewest of the centre's neighbours tried, its best value by expected improvement); "
+            "ei: the best expected improvement of all the neighbours",
+            default="knobs", choices=("knobs", "ei"),
         ),
         "restart_distance": StrategyOption(
             description="a new centre differs from every finished one in at least this many "
@@ -141,6 +149,29 @@ class HybridStrategy(BoStrategy):
             return rows[[tuple(int(j) for j in r) not in taken for r in rows]]
         return untaken(one), untaken(far)
 
+    def _knobs_in_turn(self, pool: Any, centre: tuple[int, ...], taken: set) -> Any:
+        """Per pool row, how many neighbours of ``centre`` that change the same knob were tried
+        (``local_order=knobs``; two/three-off rows and ``ei``: 0). The move goes to the knob
+        with the fewest among those likely to build: a knob with 16 values would otherwise take
+        most turns, one value after another, before a two-valued knob that decides more (seen on
+        convolution A6000: 20 builds across block_size_x in a region where every value was slow)."""
+        import numpy as np
+
+        base = np.array(centre)
+        out = np.zeros(len(pool), dtype=np.int64)
+        if self.opts["local_order"] != "knobs":
+            return out
+        tried = np.zeros(len(self._sizes), dtype=np.int64)
+        for t in taken:
+            if t is not None:
+                changed = np.flatnonzero(np.array(t) != base)
+                if len(changed) == 1:
+                    tried[changed[0]] += 1
+        diff = pool != base
+        one = diff.sum(1) == 1
+        out[one] = tried[diff[one].argmax(1)]
+        return out
+
     def _pick_centre(self, ok: list, y: Any, rows: Any) -> int | None:
         """The best route not within ``restart_distance`` of a finished centre (or faster)."""
         import numpy as np
@@ -173,7 +204,8 @@ class HybridStrategy(BoStrategy):
             one, far = self._neighbours(centre, taken)
             if len(one) and self._tries.get(centre, 0) < self.opts["patience"]:
                 pool = np.vstack([one, far]) if len(far) and self.opts["reach"] > 1 else one
-                choice = self._rank(pool, ok, y, bad, float(y[at]))
+                turn = self._knobs_in_turn(pool, centre, taken)
+                choice = self._rank(pool, ok, y, bad, float(y[at]), turn)
                 break
             self._done.append((centre, float(y[at])))  # a local optimum: finished
             restart = self.opts["restart"] == "random" and len(self._done) % 2 == 1
@@ -209,9 +241,12 @@ class HybridStrategy(BoStrategy):
         likely = np.flatnonzero(feasible >= self.opts["min_feasible"] * feasible.max())
         return tuple(int(j) for j in pool[likely[0]])
 
-    def _rank(self, pool: Any, ok: list, y: Any, bad: list, centre_y: float) -> tuple[int, ...]:
-        """The neighbour with the best expected improvement over the centre, among those about
-        as likely to build as the likeliest (the model orders the climb; it never ends it)."""
+    def _rank(self, pool: Any, ok: list, y: Any, bad: list, centre_y: float,
+              turn: Any) -> tuple[int, ...]:
+        """The neighbour with the best expected improvement over the centre: of the knobs with a
+        move at least half as likely to build as the likeliest, the one whose turn it is
+        (``turn``: fewest tried), and of its moves those about as likely to build as its
+        likeliest (the model orders the climb; it never ends it)."""
         import numpy as np
 
         from gptuner_core.strategies._gp import expected_improvement
@@ -220,5 +255,9 @@ class HybridStrategy(BoStrategy):
         mean, std, _, _ = self._posterior(pool, px, ok, list(y))
         acq = expected_improvement(mean, std, centre_y, xi=0.0) + 1e-12
         feasible = self._feasible(pool, px, ok, bad)
-        score = np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
+        # the knob whose turn it is, among knobs with a move at least half as likely to build
+        # as the likeliest; then its values about as likely to build as its likeliest
+        mine = turn <= turn[feasible >= 0.5 * feasible.max()].min()
+        likely = mine & (feasible >= self.opts["min_feasible"] * feasible[mine].max())
+        score = np.where(likely, acq * feasible, -1.0)
         return tuple(int(j) for j in pool[int(np.argmax(score))])
