@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import pytest
 
 from gptuner_core.engine.simulate import simulate
 from gptuner_core.errors import StrategyError
-from gptuner_core.expressions import Expression
-from gptuner_core.knobs import KnobDatabase
 from gptuner_core.recording import Recording
-from gptuner_core.records import CandidateRecord
-from gptuner_core.records import CandidateState
-from gptuner_core.records import LatencyStats
 from gptuner_core.strategies import get_strategy
 from gptuner_core.strategies.warm_start import load_prior
+from tests.strategies_tests.synthetic import synthetic_recording
 
 
 KNOBS = {"-s:a": [str(v) for v in range(8)], "-s:b": [str(v) for v in range(8)],
@@ -38,31 +33,18 @@ def feasible(a: int, b: int, c: int, d: str) -> bool | None:
 
 def recording(shift: float = 0.0, scramble_except: set[str] | None = None) -> Recording:
     """The space as a recording; ``scramble_except``: other routes get unrelated latencies."""
-    options = [{"option": k, "allowed_values": f"{k}=[{'|'.join(v)}]", "default_value": v[0],
-                "help": ""} for k, v in KNOBS.items()]
-    db = KnobDatabase.from_json({"tuner_version": "synthetic", "tuner_options": options})
-    text = " ".join(f"{k}=[{'|'.join(v)}]" for k, v in KNOBS.items())
-    records = []
-    for n, (a, b, c, d) in enumerate(itertools.product(*KNOBS.values())):
-        ok = feasible(int(a), int(b), int(c), d)
-        if ok is None:
-            continue
-        route = f"-s:a={a} -s:b={b} -s:c={c} -s:d={d}"
-        ms = latency(int(a), int(b), int(c), d, shift)
+    names = list(KNOBS)
+
+    def outcome(n: int, values: tuple[str, ...]) -> float | bool | None:
+        a, b, c, d = int(values[0]), int(values[1]), int(values[2]), values[3]
+        ok = feasible(a, b, c, d)
+        if not ok:
+            return ok
+        route = " ".join(f"{k}={v}" for k, v in zip(names, values, strict=True))
         if scramble_except is not None and route not in scramble_except:
-            ms = 1.0 + (n * 7919 % 97) / 50.0
-        if ok:
-            stats = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms,
-                                 p99_ms=ms, cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
-            rec = CandidateRecord(number=n + 1, requested_route=route,
-                                  state=CandidateState.COMPLETE, latency=stats, samples_ms=(ms,))
-        else:
-            rec = CandidateRecord(number=n + 1, requested_route=route,
-                                  state=CandidateState.BUILD_FAILED, error="synthetic")
-        records.append(rec)
-    return Recording(source="synthetic", db=db, expression=Expression.parse(text, db),
-                     search="full", records=tuple(records),
-                     config={"expression": text, "space": "exhaustive"})
+            return 1.0 + (n * 7919 % 97) / 50.0
+        return latency(a, b, c, d, shift)
+    return synthetic_recording(KNOBS, outcome)
 
 
 @pytest.fixture(scope="module")
@@ -152,21 +134,7 @@ def block_latency(block: int, depth: int, unroll: int, shm: str) -> float:
 
 
 def block_recording() -> Recording:
-    options = [{"option": k, "allowed_values": f"{k}=[{'|'.join(v)}]", "default_value": v[0],
-                "help": ""} for k, v in BLOCKS.items()]
-    db = KnobDatabase.from_json({"tuner_version": "synthetic", "tuner_options": options})
-    text = " ".join(f"{k}=[{'|'.join(v)}]" for k, v in BLOCKS.items())
-    records = []
-    for n, (b, d, u, s) in enumerate(itertools.product(*BLOCKS.values())):
-        ms = block_latency(int(b), int(d), int(u), s)
-        stats = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms,
-                             p99_ms=ms, cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
-        records.append(CandidateRecord(
-            number=n + 1, requested_route=f"-s:block={b} -s:depth={d} -s:unroll={u} -s:shm={s}",
-            state=CandidateState.COMPLETE, latency=stats, samples_ms=(ms,)))
-    return Recording(source="synthetic", db=db, expression=Expression.parse(text, db),
-                     search="full", records=tuple(records),
-                     config={"expression": text, "space": "exhaustive"})
+    return synthetic_recording(BLOCKS, lambda _, v: block_latency(int(v[0]), int(v[1]), int(v[2]), v[3]))
 
 
 def test_the_model_learns_that_powers_of_two_are_special():

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from gptuner_core.engine.simulate import simulate
 from gptuner_core.errors import StrategyError
-from gptuner_core.expressions import Expression
-from gptuner_core.knobs import KnobDatabase
 from gptuner_core.recording import Recording
-from gptuner_core.records import CandidateRecord
-from gptuner_core.records import CandidateState
-from gptuner_core.records import LatencyStats
 from gptuner_core.routes import Route
 from gptuner_core.strategies import get_strategy
 from gptuner_core.strategies.warm_start import load_prior
+from tests.strategies_tests.synthetic import synthetic_recording
 from tests.strategies_tests.test_bo import failed_share
 from tests.strategies_tests.test_bo import recording
 
@@ -31,25 +25,13 @@ def two_basins() -> Recording:
     deeper bowl (0.6) at a=6, b=6. Every route builds."""
     knobs = {"-t:a": [str(v) for v in range(8)], "-t:b": [str(v) for v in range(8)],
              "-t:c": ["1", "2", "3"], "-t:d": ["off", "on"]}
-    options = [{"option": k, "allowed_values": f"{k}=[{'|'.join(v)}]", "default_value": v[0],
-                "help": ""} for k, v in knobs.items()]
-    db = KnobDatabase.from_json({"tuner_version": "synthetic", "tuner_options": options})
-    text = " ".join(f"{k}=[{'|'.join(v)}]" for k, v in knobs.items())
-    records = []
-    for n, (a, b, c, d) in enumerate(itertools.product(*knobs.values())):
-        a, b, c = int(a), int(b), int(c)
+
+    def outcome(_: int, values: tuple[str, ...]) -> float:
+        a, b, c, d = int(values[0]), int(values[1]), int(values[2]), values[3]
         if d == "off":
-            ms = 1.0 + 0.05 * ((a - 1) ** 2 + (b - 1) ** 2) + 0.05 * c
-        else:
-            ms = min(3.0, 0.6 + 0.4 * ((a - 6) ** 2 + (b - 6) ** 2) + 0.05 * c)
-        stats = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms, p99_ms=ms,
-                             cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
-        records.append(CandidateRecord(
-            number=n + 1, requested_route=f"-t:a={a} -t:b={b} -t:c={c} -t:d={d}",
-            state=CandidateState.COMPLETE, latency=stats, samples_ms=(ms,)))
-    return Recording(source="synthetic", db=db, expression=Expression.parse(text, db),
-                     search="full", records=tuple(records),
-                     config={"expression": text, "space": "exhaustive"})
+            return 1.0 + 0.05 * ((a - 1) ** 2 + (b - 1) ** 2) + 0.05 * c
+        return min(3.0, 0.6 + 0.4 * ((a - 6) ** 2 + (b - 6) ** 2) + 0.05 * c)
+    return synthetic_recording(knobs, outcome)
 
 
 def knobs_apart(x: str, y: str) -> int:
