@@ -2,8 +2,9 @@
 
 Each route is a point of the product of its variable knobs, one feature per knob in [0, 1]
 (numeric values by position in their list; unordered values with more than two choices one-hot;
-an integer knob that mixes powers of two with other values also gets "is a power of two", which
-GPU block and tile sizes follow and a smooth model over positions cannot: ``pow2``).
+a size knob, positive integers, that mixes powers of two with other values also gets "is a
+power of two", which GPU block and tile sizes follow and a smooth model over positions cannot:
+``pow2``).
 A Gaussian process (:mod:`._gp`, refitted as results come back) models the log median latency of
 the routes that built; a feasibility model (:mod:`._feasibility`) the probability that a route
 builds, from those that failed (BUILD_FAILED, CRASHED, TIMED_OUT, ACCURACY_FAILED, or absent

@@ -151,16 +151,16 @@ class HybridStrategy(BoStrategy):
 
     def _knobs_in_turn(self, pool: Any, centre: tuple[int, ...], taken: set) -> Any:
         """Per pool row, how many neighbours of ``centre`` that change the same knob were tried
-        (``local_order=knobs``; two/three-off rows and ``ei``: 0). The move goes to the knob
+        (``local_order=knobs``; ``ei``: 0 everywhere; two/three-off rows: -1, they take no turn
+        and always compete). The move goes to the knob
         with the fewest among those likely to build: a knob with 16 values would otherwise take
         most turns, one value after another, before a two-valued knob that decides more (seen on
         convolution A6000: 20 builds across block_size_x in a region where every value was slow)."""
         import numpy as np
 
         base = np.array(centre)
-        out = np.zeros(len(pool), dtype=np.int64)
         if self.opts["local_order"] != "knobs":
-            return out
+            return np.zeros(len(pool), dtype=np.int64)
         tried = np.zeros(len(self._sizes), dtype=np.int64)
         for t in taken:
             if t is not None:
@@ -169,6 +169,7 @@ class HybridStrategy(BoStrategy):
                     tried[changed[0]] += 1
         diff = pool != base
         one = diff.sum(1) == 1
+        out = np.full(len(pool), -1, dtype=np.int64)
         out[one] = tried[diff[one].argmax(1)]
         return out
 
@@ -257,7 +258,9 @@ class HybridStrategy(BoStrategy):
         feasible = self._feasible(pool, px, ok, bad)
         # the knob whose turn it is, among knobs with a move at least half as likely to build
         # as the likeliest; then its values about as likely to build as its likeliest
-        mine = turn <= turn[feasible >= 0.5 * feasible.max()].min()
+        knob = turn >= 0  # one-off rows; the others (reach=3) take no turn
+        rivals = knob & (feasible >= 0.5 * feasible.max())
+        mine = ~knob | (turn <= turn[rivals].min()) if rivals.any() else np.ones(len(pool), bool)
         likely = mine & (feasible >= self.opts["min_feasible"] * feasible[mine].max())
         score = np.where(likely, acq * feasible, -1.0)
         return tuple(int(j) for j in pool[int(np.argmax(score))])
