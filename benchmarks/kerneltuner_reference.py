@@ -1,0 +1,148 @@
+"""Kernel Tuner's own strategies on the same spaces, beside gptuner's (issue 28's reference).
+
+Issue 28 sets its targets after Kernel Tuner's Bayesian-optimisation papers. This runs the
+methods of Kernel Tuner itself (``kernel_tuner.tune_cache``: its simulation mode, the way those
+papers and the FAIR benchmark hub replay a brute-forced cache) on every space of the development
+set, seeds 0..N-1, ``max_fevals`` evaluations each, and scores them exactly as
+``search_scale.py`` scores gptuner's: per run the best configuration among its first ``k``
+distinct evaluations, as a fraction of the optimum (median of the raw runtimes, as the imported
+recording's speed-ups). ``--ours auto,random`` puts gptuner's strategies through
+``search_scale.run_space`` on the same spaces and seeds in the same table.
+
+Kernel Tuner is given more than gptuner: ``tune_cache`` infers the search space from the cache,
+so its strategies only ever propose configurations that are in the file (they cannot spend an
+evaluation on an infeasible one; a configuration that failed is still in the file and counts as
+an evaluation). gptuner's strategies learn that by building: the "failed" column says what
+share of their builds went to failed or infeasible routes.
+
+    .venv/bin/pip install -e '.[reference]'   # kernel_tuner (and its numpy/scipy/pymoo)
+    .venv/bin/python benchmarks/kerneltuner_reference.py --seeds 20 --ours auto,random \\
+        [--strategies bayes_opt,genetic_algorithm] [-o bayes_opt.method=multi-advanced] \\
+        [--spaces convolution_milo_A100] [--json F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+STRATEGIES = ("bayes_opt", "genetic_algorithm", "simulated_annealing", "diff_evo", "pso",
+              "firefly_algorithm", "basinhopping", "dual_annealing", "greedy_ils", "mls",
+              "random_sample")
+
+
+def kt_run(cache_path: Path, keys: list[str], median: dict, strategy: str, seed: int,
+           budget: int, options: dict) -> list[float]:
+    """Per distinct evaluation, in the order Kernel Tuner made them: the configuration's median
+    runtime (``inf`` for a configuration that failed)."""
+    import kernel_tuner
+
+    results, _ = kernel_tuner.tune_cache(str(cache_path), strategy=strategy, seed=seed,
+                                         strategy_options={**options, "max_fevals": budget},
+                                         quiet=True)
+    seen: dict[str, float] = {}
+    for r in results:
+        key = ",".join(str(r[p]) for p in keys)
+        seen.setdefault(key, median.get(key, float("inf")))
+    return list(seen.values())
+
+
+def kt_space(space: str, strategies, seeds: int, budget: int, budgets, workdir: Path,
+             options: dict) -> dict:
+    from _kt_space import DATA
+
+    cache = json.loads(gzip.open(DATA / f"{space}.json.gz").read())
+    path = workdir / f"{space}.json"  # tune_cache reads an uncompressed file
+    path.write_text(json.dumps(cache))
+    keys = cache["tune_params_keys"]
+    median = {k: statistics.median(v["times"]) for k, v in cache["cache"].items()
+              if isinstance(v["time"], (int, float))}
+    optimum = min(median.values())
+    out = {}
+    for name in strategies:
+        t0 = time.perf_counter()
+        fr, fails, short = [], [], 0
+        for seed in range(seeds):
+            times = kt_run(path, keys, median, name, seed, budget, options.get(name, {}))
+            short += len(times) < budget
+            fr.append([optimum / min(times[:b]) if times else 0.0 for b in budgets])
+            fails.append(sum(t == float("inf") for t in times[:budget]) / max(1, len(times[:budget])))
+        per = {str(b): {"mean": statistics.fmean(r[k] for r in fr), "min": min(r[k] for r in fr)}
+               for k, b in enumerate(budgets)}
+        per.update(failed_share=statistics.fmean(fails), seconds=time.perf_counter() - t0,
+                   distinct_results=len({round(r[-1], 9) for r in fr}), stopped_early=short)
+        label = f"kt:{name}" + "".join(f" {k}={v}" for k, v in options.get(name, {}).items())
+        out[label] = per
+        print(f"  {space} {label}: {per['seconds']:.1f} s  "
+              + "  ".join(f"{b}:{per[str(b)]['mean']:.3f}/{per[str(b)]['min']:.3f}" for b in budgets)
+              + (f"  ({short} runs stopped before {budget})" if short else ""), file=sys.stderr)
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--budget", type=int, default=200)
+    p.add_argument("--strategies", default=",".join(STRATEGIES), help="Kernel Tuner's strategies")
+    p.add_argument("--ours", default="", help="gptuner strategies in the same table (e.g. auto)")
+    p.add_argument("--spaces", default="")
+    p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument("-o", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="a Kernel Tuner strategy option (repeatable), e.g. bayes_opt.method=multi")
+    a = p.parse_args()
+    options: dict = {}
+    for item in a.o:
+        target, _, value = item.partition("=")
+        strategy, _, key = target.partition(".")
+        try:
+            options.setdefault(strategy, {})[key] = json.loads(value)
+        except ValueError:
+            options.setdefault(strategy, {})[key] = value
+    try:
+        import kernel_tuner  # noqa: F401
+    except ImportError:
+        print("kerneltuner_reference.py: error: kernel_tuner is not installed "
+              "(expected: .venv/bin/pip install -e '.[reference]')", file=sys.stderr)
+        return 2
+    from _kt_space import SPACES
+    from _kt_space import load_kt
+    from search_scale import BUDGETS
+    from search_scale import run_space
+    from search_scale import table
+
+    warnings.simplefilter("ignore")
+    budgets = [b for b in BUDGETS if b <= a.budget] or [a.budget]
+    spaces = [s for s in (a.spaces or ",".join(SPACES)).split(",") if s]
+    ours = [s for s in a.ours.split(",") if s]
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for space in spaces:
+            results[space] = kt_space(space, [s for s in a.strategies.split(",") if s], a.seeds,
+                                      a.budget, budgets, Path(tmp), options)
+            if ours:
+                results[space].update(run_space(load_kt(space), ours, a.seeds, a.budget,
+                                                label=space))
+    print(table(results, budgets))
+    if a.json:
+        a.json.write_text(json.dumps({"seeds": a.seeds, "budget": a.budget, "results": results},
+                                     indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
