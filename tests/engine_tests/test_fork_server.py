@@ -89,7 +89,7 @@ def _tune(study: Path, monkeypatch, overlap: str, workers: int) -> list:
         "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
         "--backend-option", "device_free_builds=true",
         "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
-        "--expr", "-fault:sleep_ms=[0|200|1500] -fault:label=[a|b]", "--search", "full",
+        "--expr", "-fault:label=[a|b] -fault:sleep_ms=[0|1500|200]", "--search", "full",
         "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "0",
         "--study", str(study), "--quiet", "--build-workers", str(workers),
     ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
@@ -124,11 +124,17 @@ def test_overlap_builds_beside_a_measurement_and_measures_in_the_building_proces
         for b, (_mb, tb) in spans.items():
             if a < b:  # measurements never overlap each other
                 assert ta["measure_end"] <= tb["measure_start"] or tb["measure_end"] <= ta["measure_start"]
-    # a device-free build (sleep_ms > 0) ran while another candidate held the device (one build
-    # sleeps 1.5 s so that it overlaps the other's measurement however late the processes start)
+    # a device-free build (sleep_ms > 0) ran while another candidate held the device: the 1.5 s
+    # build is proposed second (label varies slowest), so it starts beside the default route and
+    # sleeps through the default's measurement and the 200 ms build's, however late the processes
+    # start (proposed last, it could start after every other measurement had ended)
     beside = [(a, b) for a, (ma, ta) in spans.items() for b, (mb, tb) in spans.items()
               if a != b and mb["build"] < ta["measure_end"] and mb["wait"] > ta["measure_start"]]
-    assert beside, spans
+    t0 = min(m["start"] for m, _ in spans.values())
+    seen = {n: {"build": round(m["build"] - t0, 2), "wait": round(m["wait"] - t0, 2),
+                "measure": (round(t["measure_start"] - t0, 2), round(t["measure_end"] - t0, 2))}
+            for n, (m, t) in spans.items()}
+    assert beside, seen
 
 
 @pytest.mark.slow
