@@ -7,7 +7,8 @@ set, seeds 0..N-1, ``max_fevals`` evaluations each, and scores them exactly as
 ``search_scale.py`` scores gptuner's: per run the best configuration among its first ``k``
 distinct evaluations, as a fraction of the optimum (median of the raw runtimes, as the imported
 recording's speed-ups). ``--ours auto,random`` puts gptuner's strategies through
-``search_scale.run_space`` on the same spaces and seeds in the same table.
+``search_scale.run_space`` on the same spaces and seeds in the same table; with
+``--ours-count in_space`` their budgets count, as Kernel Tuner's, only routes in the space.
 
 Kernel Tuner is given more than gptuner: ``tune_cache`` infers the search space from the cache,
 so its strategies only ever propose configurations that are in the file (they cannot spend an
@@ -100,6 +101,9 @@ def main() -> int:
     p.add_argument("--budget", type=int, default=200)
     p.add_argument("--strategies", default=",".join(STRATEGIES), help="Kernel Tuner's strategies")
     p.add_argument("--ours", default="", help="gptuner strategies in the same table (e.g. auto)")
+    p.add_argument("--ours-count", choices=("builds", "in_space"), default="builds",
+                   help="in_space: our budgets count only routes in the space (measured or failed), "
+                   "as Kernel Tuner's evaluations; infeasible proposals are free")
     p.add_argument("--spaces", default="")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("-o", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
@@ -135,8 +139,10 @@ def main() -> int:
             results[space] = kt_space(space, [s for s in a.strategies.split(",") if s], a.seeds,
                                       a.budget, budgets, Path(tmp), options)
             if ours:
-                results[space].update(run_space(load_kt(space), ours, a.seeds, a.budget,
-                                                label=space))
+                per = run_space(load_kt(space), ours, a.seeds, a.budget, label=space,
+                                count=a.ours_count)
+                suffix = "" if a.ours_count == "builds" else " (in space)"
+                results[space].update({f"{k}{suffix}": v for k, v in per.items()})
     print(table(results, budgets))
     if a.json:
         a.json.write_text(json.dumps({"seeds": a.seeds, "budget": a.budget, "results": results},

@@ -49,12 +49,29 @@ def curve(result, budgets) -> list[float]:
     return out
 
 
+def curve_in_space(result, rec, budgets) -> list[float]:
+    """Best recorded speed-up after each budget counted in routes of the space (measured or
+    failed, as Kernel Tuner counts evaluations): infeasible proposals are not counted."""
+    out, best, n, steps = [], 0.0, 0, [s for s in result.trace if not s.remeasure]
+    i = 0
+    for b in budgets:
+        while i < len(steps) and n + (rec.lookup(steps[i].route) is not None) <= b:
+            n += rec.lookup(steps[i].route) is not None
+            best = steps[i].best_speedup
+            i += 1
+        out.append(best)
+    return out
+
+
 def failed_share(result, budget: int) -> float:
     steps = [s for s in result.trace if not s.remeasure and s.builds <= budget]
     return sum(s.state != "COMPLETE" for s in steps) / max(1, len(steps))
 
 
-def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None, first=0) -> dict:
+def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None, first=0,
+              count="builds") -> dict:
+    """``count="in_space"``: budgets count only proposals of routes in the space (runs go on to
+    2 x ``budget`` builds so that every budget is reached)."""
     from gptuner_core.engine.simulate import simulate
 
     opt, _ = rec.optimum()
@@ -67,9 +84,11 @@ def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None, 
         for seed in range(first, first + seeds):
             opts = {"budget_fraction": 0.0} if name in ("fast_tpe", "bo", "hybrid", "auto") else {}
             opts.update((options or {}).get(name, {}))
-            res = simulate(name, rec, budget, seed=seed, prior=prior, **opts)
+            builds = budget if count == "builds" else 2 * budget
+            res = simulate(name, rec, builds, seed=seed, prior=prior, **opts)
             assert not res.duplicates, (name, res.duplicates[:3])
-            fr.append([c / opt for c in curve(res, budgets)])
+            got = curve(res, budgets) if count == "builds" else curve_in_space(res, rec, budgets)
+            fr.append([c / opt for c in got])
             fails.append(failed_share(res, budget))
         per = {str(b): {"mean": statistics.fmean(r[k] for r in fr), "min": min(r[k] for r in fr)}
                for k, b in enumerate(budgets)}
