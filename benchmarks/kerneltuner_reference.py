@@ -51,8 +51,20 @@ def kt_run(cache_path: Path, keys: list[str], median: dict, strategy: str, seed:
            budget: int, options: dict) -> list[float]:
     """Per distinct evaluation, in the order Kernel Tuner made them: the configuration's median
     runtime (``inf`` for a configuration that failed)."""
-    import kernel_tuner
+    import random
 
+    import kernel_tuner
+    import numpy as np
+
+    # tune_cache's seed does not reach the strategies' draws (Python's and numpy's global
+    # generators, and bayes_opt's Latin hypercube, which draws fresh entropy): seed all three,
+    # so that a seed is one reproducible run
+    random.seed(seed)
+    np.random.seed(seed)
+    from kernel_tuner.strategies import bayes_opt
+    from scipy.stats.qmc import LatinHypercube
+
+    bayes_opt.LatinHypercube = lambda d, **kw: LatinHypercube(d=d, rng=seed, **kw)
     results, _ = kernel_tuner.tune_cache(str(cache_path), strategy=strategy, seed=seed,
                                          strategy_options={**options, "max_fevals": budget},
                                          quiet=True)
