@@ -53,8 +53,9 @@ class ImportCommand(Command):
         parser.add_argument("--format", default="auto", choices=["auto", "trtexec", "t4", "kerneltuner"],
                             help="the file's format (default: detected from the file)")
         parser.add_argument("--study", metavar="DIR", help="write a new study folder")
-        parser.add_argument("--out", metavar="FILE",
-                            help="write a recording JSON (.json or .json.gz; T4 / Kernel Tuner only)")
+        parser.add_argument("--out", "-o", "--output", dest="out", metavar="FILE",
+                            help="write a recording JSON (.json or .json.gz; T4 / Kernel Tuner "
+                            "only; -o / --output as in report and bundle)")
 
     def run(self, args: argparse.Namespace) -> int:
         from pathlib import Path

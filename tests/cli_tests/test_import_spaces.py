@@ -129,3 +129,12 @@ def test_replay_tune_and_explain_read_an_imported_space(capsys, tmp_path, files)
     assert code == 0, err
     assert "-kt:a" in text
     json.dumps(text)
+
+
+@pytest.mark.parametrize("flag", ["-o", "--output"])
+def test_the_recording_file_takes_the_output_flag_of_report_and_bundle(capsys, tmp_path, files, flag):
+    """``report`` and ``bundle`` write to ``-o/--output``; a newcomer gives ``import`` the same."""
+    out = tmp_path / "r.json.gz"
+    code, text, err = run(capsys, "import", str(files[1]), flag, str(out))
+    assert code == 0, err
+    assert out.is_file() and str(out) in text
