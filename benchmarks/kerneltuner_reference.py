@@ -78,6 +78,8 @@ def kt_run(cache_path: Path, keys: list[str], median: dict, strategy: str, seed:
 def kt_space(space: str, strategies, seeds: int, budget: int, budgets, workdir: Path,
              options: dict) -> dict:
     from _kt_space import DATA
+    from search_scale import progress
+    from search_scale import summarise
 
     cache = json.loads(gzip.open(DATA / f"{space}.json.gz").read())
     path = workdir / f"{space}.json"  # tune_cache reads an uncompressed file
@@ -91,20 +93,25 @@ def kt_space(space: str, strategies, seeds: int, budget: int, budgets, workdir: 
         t0 = time.perf_counter()
         fr, fails, short = [], [], 0
         for seed in range(seeds):
-            times = kt_run(path, keys, median, name, seed, budget, options.get(name, {}))
+            times = kt_run(path, keys, median, name, seed, budget, options.get(name, {}))[:budget]
             short += len(times) < budget
             fr.append([optimum / min(times[:b]) if times else 0.0 for b in budgets])
-            fails.append(sum(t == float("inf") for t in times[:budget]) / max(1, len(times[:budget])))
-        per = {str(b): {"mean": statistics.fmean(r[k] for r in fr), "min": min(r[k] for r in fr)}
-               for k, b in enumerate(budgets)}
-        per.update(failed_share=statistics.fmean(fails), seconds=time.perf_counter() - t0,
-                   distinct_results=len({round(r[-1], 9) for r in fr}), stopped_early=short)
+            fails.append(sum(t == float("inf") for t in times) / max(1, len(times)))
+        per = summarise(fr, fails, budgets, time.perf_counter() - t0)
+        per["stopped_early"] = short
         label = f"kt:{name}" + "".join(f" {k}={v}" for k, v in options.get(name, {}).items())
         out[label] = per
-        print(f"  {space} {label}: {per['seconds']:.1f} s  "
-              + "  ".join(f"{b}:{per[str(b)]['mean']:.3f}/{per[str(b)]['min']:.3f}" for b in budgets)
+        print(progress(f"{space} {label}", per, budgets)
               + (f"  ({short} runs stopped before {budget})" if short else ""), file=sys.stderr)
     return out
+
+
+def _json_or_text(value: str):
+    """A Kernel Tuner option value: a number, list or boolean as JSON, else the text itself."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
 
 def main() -> int:
@@ -121,14 +128,6 @@ def main() -> int:
     p.add_argument("-o", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
                    help="a Kernel Tuner strategy option (repeatable), e.g. bayes_opt.method=multi")
     a = p.parse_args()
-    options: dict = {}
-    for item in a.o:
-        target, _, value = item.partition("=")
-        strategy, _, key = target.partition(".")
-        try:
-            options.setdefault(strategy, {})[key] = json.loads(value)
-        except ValueError:
-            options.setdefault(strategy, {})[key] = value
     try:
         import kernel_tuner  # noqa: F401
     except ImportError:
@@ -138,8 +137,11 @@ def main() -> int:
     from _kt_space import SPACES
     from _kt_space import load_kt
     from search_scale import BUDGETS
+    from search_scale import parse_options
     from search_scale import run_space
     from search_scale import table
+
+    options = parse_options(a.o, _json_or_text)
 
     warnings.simplefilter("ignore")
     budgets = [b for b in BUDGETS if b <= a.budget] or [a.budget]

@@ -37,30 +37,31 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 BUDGETS = (20, 50, 100, 200)
 
 
-def curve(result, budgets) -> list[float]:
-    """Best recorded speed-up after each budget (builds) of one run's trace."""
-    out, best, steps = [], 0.0, list(result.trace)
-    i = 0
+def _best_after(steps, positions, budgets) -> list[float]:
+    """Best recorded speed-up of the steps up to each budget (``positions``: each step's count)."""
+    out, best, i = [], 0.0, 0
     for b in budgets:
-        while i < len(steps) and steps[i].builds <= b:
+        while i < len(steps) and positions[i] <= b:
             best = steps[i].best_speedup
             i += 1
         out.append(best)
     return out
+
+
+def curve(result, budgets) -> list[float]:
+    """Best recorded speed-up after each budget (builds) of one run's trace."""
+    steps = list(result.trace)
+    return _best_after(steps, [s.builds for s in steps], budgets)
 
 
 def curve_in_space(result, rec, budgets) -> list[float]:
     """Best recorded speed-up after each budget counted in routes of the space (measured or
     failed, as Kernel Tuner counts evaluations): infeasible proposals are not counted."""
-    out, best, n, steps = [], 0.0, 0, [s for s in result.trace if not s.remeasure]
-    i = 0
-    for b in budgets:
-        while i < len(steps) and n + (rec.lookup(steps[i].route) is not None) <= b:
-            n += rec.lookup(steps[i].route) is not None
-            best = steps[i].best_speedup
-            i += 1
-        out.append(best)
-    return out
+    from itertools import accumulate
+
+    steps = [s for s in result.trace if not s.remeasure]
+    counts = accumulate(rec.lookup(s.route) is not None for s in steps)
+    return _best_after(steps, list(counts), budgets)
 
 
 def failed_share(result, budget: int) -> float:
@@ -90,16 +91,36 @@ def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None, 
             got = curve(res, budgets) if count == "builds" else curve_in_space(res, rec, budgets)
             fr.append([c / opt for c in got])
             fails.append(failed_share(res, budget))
-        per = {str(b): {"mean": statistics.fmean(r[k] for r in fr), "min": min(r[k] for r in fr)}
-               for k, b in enumerate(budgets)}
-        per["failed_share"] = statistics.fmean(fails)
-        per["distinct_results"] = len({round(r[-1], 9) for r in fr})
-        per["seconds"] = time.perf_counter() - t0
+        per = summarise(fr, fails, budgets, time.perf_counter() - t0)
         out[name] = per
-        print(f"  {label} {name}: {per['seconds']:.1f} s  "
-              + "  ".join(f"{b}:{per[str(b)]['mean']:.3f}/{per[str(b)]['min']:.3f}" for b in budgets)
-              + f"  failed {per['failed_share']:.0%}", file=sys.stderr)
+        print(progress(f"{label} {name}", per, budgets) + f"  failed {per['failed_share']:.0%}",
+              file=sys.stderr)
     return out
+
+
+def summarise(fr: list[list[float]], fails: list[float], budgets, seconds: float) -> dict:
+    """One strategy's seeds on one space: mean / worst fraction of the optimum per budget
+    (``fr``: per seed, per budget), the mean failed share, how many different final results."""
+    per: dict = {str(b): {"mean": statistics.fmean(r[k] for r in fr), "min": min(r[k] for r in fr)}
+                 for k, b in enumerate(budgets)}
+    per.update(failed_share=statistics.fmean(fails), distinct_results=len({round(r[-1], 9) for r in fr}),
+               seconds=seconds)
+    return per
+
+
+def progress(label: str, per: dict, budgets) -> str:
+    return (f"  {label}: {per['seconds']:.1f} s  "
+            + "  ".join(f"{b}:{per[str(b)]['mean']:.3f}/{per[str(b)]['min']:.3f}" for b in budgets))
+
+
+def parse_options(items: list[str], convert=lambda value: value) -> dict:
+    """``-o STRATEGY.KEY=VALUE`` items as {strategy: {key: convert(value)}}."""
+    options: dict = {}
+    for item in items:
+        target, _, value = item.partition("=")
+        strategy, _, key = target.partition(".")
+        options.setdefault(strategy, {})[key] = convert(value)
+    return options
 
 
 def rank_correlation(src, dst) -> tuple[float, int]:
@@ -146,11 +167,7 @@ def main() -> int:
     a = p.parse_args()
     warnings.simplefilter("ignore")
     names = [s for s in a.strategies.split(",") if s]
-    options: dict = {}
-    for item in a.o:
-        target, _, value = item.partition("=")
-        strategy, _, key = target.partition(".")
-        options.setdefault(strategy, {})[key] = value
+    options = parse_options(a.o)
     results: dict = {}
     for space in [s for s in a.spaces.split(",") if s]:
         results[space] = run_space(load_kt(space), names, a.seeds, a.budget, label=space,
