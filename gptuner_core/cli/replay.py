@@ -155,6 +155,12 @@ def _summary(name: str, recording: Recording, results: list, rand: RandomBaselin
         print(curve_text(name, recording, results, rand))
 
 
+def _seconds(t: float) -> str:
+    """A build-seconds cell: three significant figures below 1,000 s, whole seconds with
+    thousands separators above (``1.97e+03`` filled all 8 characters of a cell)."""
+    return f"{t:.3g}" if t < 1000 else f"{t:,.0f}"
+
+
 def curve_text(name: str, recording: Recording, results: list, rand: RandomBaseline) -> str:
     """The best-so-far table: % of the optimum against builds and build seconds, mean of the
     seeds, beside random search's expectation (exact by builds; from random draws by seconds)."""
@@ -169,15 +175,15 @@ def curve_text(name: str, recording: Recording, results: list, rand: RandomBasel
              "search's expectation:"]
 
     def row(label: str, values: list[float]) -> str:
-        return f"  {label:<{width}}" + "".join(f"{v:>8.1f}" for v in values)
+        return f"  {label:<{width}}" + "".join(f" {v:>7.1f}" for v in values)
 
-    lines.append(f"  {'builds':<{width}}" + "".join(f"{k:>8d}" for k in ks))
+    lines.append(f"  {'builds':<{width}}" + "".join(f" {k:>7,d}" for k in ks))
     lines.append(row(name, [100 * statistics.fmean(c.at_build(k) for c in curves) for k in ks]))
     lines.append(row("E[random]", [100 * rand.expected[min(k, len(rand.expected)) - 1] for k in ks]))
     spent = statistics.fmean(c.seconds[-1] if c.seconds else 0.0 for c in curves)
     if spent > 0:
         ts = [spent * f for f in (0.05, 0.1, 0.25, 0.5, 1.0)]
-        lines.append(f"  {'build s':<{width}}" + "".join(f"{t:>8.3g}" for t in ts))
+        lines.append(f"  {'build s':<{width}}" + "".join(f" {_seconds(t):>7}" for t in ts))
         lines.append(row(name, [100 * statistics.fmean(c.at_seconds(t) for c in curves) for t in ts]))
         lines.append(row("E[random]", [100 * rand.expected_at_seconds(t) for t in ts]))
     return "\n".join(lines)

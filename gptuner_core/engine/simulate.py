@@ -83,11 +83,13 @@ class SimulationResult:
 
 def parse_budget(budget: int | float | str, space_size: int) -> int:
     """``12`` (builds), ``"12"``, ``"20%"`` or ``0.2`` (a fraction of the full space)."""
+    share = 0.0  # a percentage given as text, checked outside the parse below
     try:
         if isinstance(budget, str):
             text = budget.strip()
             if text.endswith("%"):
-                n = math.ceil(float(text[:-1]) / 100.0 * space_size)
+                share = float(text[:-1])
+                n = math.ceil(share / 100.0 * space_size)
             else:
                 n = int(text)
         elif isinstance(budget, float) and 0 < budget < 1:
@@ -97,6 +99,9 @@ def parse_budget(budget: int | float | str, space_size: int) -> int:
     except (ValueError, OverflowError):
         msg = f"budget must be a number of builds or a percentage like '20%' (got {budget!r})"
         raise ConfigError(msg) from None
+    if share > 100:
+        msg = f"budget must be at most 100% of the space (got {budget!r} of a {space_size}-route space)"
+        raise ConfigError(msg)
     if n < 1:
         msg = f"budget must allow at least 1 build (got {budget!r} of a {space_size}-route space)"
         raise ConfigError(msg)

@@ -257,6 +257,7 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     (["replay", "{s}", "--budget", "abc"], ["budget", "abc"]),
     (["replay", "{s}", "--budget", "-5"], ["budget", "-5"]),
     (["replay", "{s}", "--budget", "0"], ["budget", "0"]),
+    (["replay", "{s}", "--budget", "150%"], ["budget", "150%", "at most 100%"]),
     (["replay", "{s}", "--strategy-option", "bogus=1"], ["unknown option(s) ['bogus']"]),
     (["replay", "{s}", "--strategy-option", "noeq"], ["--strategy-option", "'noeq'"]),
     (["replay", "{s}", "--search", "race", "--strategy-option", "eta=0.5"], ["eta", "0.5"]),

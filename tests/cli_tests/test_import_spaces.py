@@ -138,3 +138,24 @@ def test_the_recording_file_takes_the_output_flag_of_report_and_bundle(capsys, t
     code, text, err = run(capsys, "import", str(files[1]), flag, str(out))
     assert code == 0, err
     assert out.is_file() and str(out) in text
+
+
+def test_the_curve_keeps_its_build_second_columns_apart_when_builds_take_minutes(capsys, tmp_path):
+    """Seen on convolution A100 (--budget 2048): ``build s  197  395  9861.97e+033.95e+03``: the
+    columns ran together once a figure took 8 characters."""
+    doc = spaces.t4_document()
+    for result in doc["results"]:
+        result["times"]["compilation"] *= 1111.1  # 10-15 minutes a build
+    src = tmp_path / "slow_T4.json.gz"
+    with gzip.open(src, "wt") as fh:
+        json.dump(doc, fh)
+    rec = tmp_path / "slow.json.gz"
+    code, _, err = run(capsys, "import", str(src), "--out", str(rec))
+    assert code == 0, err
+    code, text, err = run(capsys, "replay", str(rec), "--search", "random", "--budget", "24")
+    assert code == 0, err
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("build s"))
+    cells = line.split()[2:]
+    assert len(cells) == 5, line
+    seconds = [float(c.replace(",", "")) for c in cells]
+    assert seconds == sorted(seconds) and seconds[-1] > 10_000, line
