@@ -87,7 +87,8 @@ class ReplayCommand(Command):
                 results.append(res)
                 print(f"seed {seed}: {res.best_speedup:.3f}x = {100 * res.found_optimum_fraction:.1f}% "
                       f"of the optimum with {res.builds_used}/{res.space_size} builds"
-                      f"{' (strategy finished)' if res.exhausted else ''}: {res.best_route or '-'}")
+                      f"{' (strategy finished)' if res.exhausted else ''}: {res.best_route or '-'}",
+                      flush=True)  # a seed of a large space takes minutes: show it in a piped log
                 if args.trace:
                     for s in res.trace:
                         ms = f"{s.observed_ms:.4f} ms" if s.observed_ms is not None else "-"

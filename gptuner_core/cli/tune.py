@@ -76,9 +76,12 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201 - StudyConfig
         msg = "MODEL is required for a new study (a model file, or module:factory for torch)"
         raise UsageError(msg)
     if args.expr is None and args.expr_file is None:
+        import shlex
+
+        knobs = f"knobs --backend {args.backend or default_backend_name()} --model {shlex.quote(model)}"
         msg = (
             "a new study needs a tunable expression (expected --expr '-knob=[a|b] ...' or --expr-file "
-            f"FILE; found neither; 'gptuner knobs {model}' lists the knobs)"
+            f"FILE; found neither; 'gptuner {knobs}' lists the knobs)"
         )
         raise UsageError(msg)
     if ":" not in model or Path(model).exists():

@@ -159,3 +159,24 @@ def test_the_curve_keeps_its_build_second_columns_apart_when_builds_take_minutes
     assert len(cells) == 5, line
     seconds = [float(c.replace(",", "")) for c in cells]
     assert seconds == sorted(seconds) and seconds[-1] > 10_000, line
+
+
+@pytest.mark.parametrize("backend", ["replay", None])
+def test_the_knobs_command_that_tune_suggests_runs(capsys, tmp_path, files, backend):
+    """``tune`` without ``--expr`` names a command that lists the knobs; a newcomer ran it and got
+    'a knob database is needed' (it read the model as a KNOB name)."""
+    import shlex
+
+    study = tmp_path / "imported"
+    assert run(capsys, "import", str(files[1]), "--study", str(study))[0] == 0
+    flags = ["--backend", backend] if backend else []
+    code, _, err = run(capsys, "tune", str(study), "--study", str(tmp_path / "t"), *flags)
+    assert code == 2 and "lists the knobs" in err
+    suggested = shlex.split(err.split("'gptuner ", 1)[1].split("' lists", 1)[0])
+    assert suggested[0] == "knobs", err
+    if backend is None:  # the default backend cannot describe a recording: only the form is checked
+        assert "--model" in suggested and str(study) in suggested, err
+        return
+    code, text, err = run(capsys, *suggested)
+    assert code == 0, err
+    assert "-kt:a" in text and "-kt:b" in text
