@@ -13,6 +13,7 @@ from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.inputs import parse_number
+from gptuner_core.dashboard.results import gate_caption
 from gptuner_core.dashboard.results import render_tabs
 from gptuner_core.dashboard.results import revalidation_hint
 from gptuner_core.dashboard.workspace import pid_alive
@@ -60,8 +61,7 @@ def results() -> None:
                          max_drop=cfg.get("max_task_drop"))
     best = views.winner(ranked)
     counts = ranked["category"].value_counts()
-    c3.caption(f"configured ε: {cfg.get('epsilon')} · now: {epsilon if gate_on else 'off'} — the "
-               "eligible set and the winner are re-ranked from the stored losses, nothing is re-run.")
+    c3.caption(gate_caption(cfg.get("epsilon"), epsilon if gate_on else None, has_loss=has_loss))
     win = s.meta.get("winner") or {}
     widgets.verdict_banner(s.meta)  # the verdict first; screening figures after it, labelled
     m = st.columns(5)

@@ -90,8 +90,27 @@ def _scatter(path: str, rev: tuple[int, ...], epsilon: float | None, metric: str
                                          winner=winner, selected=chosen)
 
 
+NO_ACCURACY = ("No accuracy loss is stored for this study (an imported tuning space, or a study "
+               "replayed from one): routes are ranked by latency alone. Speedup, History and "
+               "Slice show them.")
+
+
+def gate_caption(configured: float | None, now: float | None, *, has_loss: bool) -> str:
+    """The line beside the accuracy gate: the study's ε and the one ranking now."""
+    if not has_loss:
+        return NO_ACCURACY
+    def text(eps: float | None, none: str) -> str:
+        return none if eps is None else f"{eps:g}" if isinstance(eps, (int, float)) else str(eps)
+
+    return (f"configured ε: {text(configured, 'none (not gated)')} · now: {text(now, 'off')} — the eligible "
+            "set and the winner are re-ranked from the stored losses, nothing is re-run.")
+
+
 def scatter_tab(study: Path, ranked: pd.DataFrame, *, epsilon: float | None, metric: str,
                 winner: int | None) -> None:
+    if not ranked["max_loss"].notna().any():
+        st.info(NO_ACCURACY)
+        return
     log_y = st.toggle("Log-scale accuracy axis", value=bool(state.get(state.LOG_Y)), key="res_logy")
     state.put(state.LOG_Y, log_y)
     picked = take_selection(study, "res_scatter")

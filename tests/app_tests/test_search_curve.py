@@ -67,3 +67,19 @@ def test_the_report_draws_the_same_curve(curve_workspace, tmp_path):
         page = write_report(curve_workspace / name, tmp_path / f"{name}.html").read_text()
         assert "data-key='search_curve_builds'" in page and "data-key='search_curve_seconds'" in page
         assert "random search, expected" in page
+
+
+@pytest.mark.parametrize("name", ["imported", "tuned"])
+def test_a_space_without_accuracy_says_so_instead_of_drawing_it(curve_workspace, monkeypatch, name):
+    """Seen on an imported convolution space: 'configured ε: None' above a scatter of every route
+    at an accuracy loss of '0 drawn at 1e-12'. A Kernel Tuner space stores no losses."""
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(curve_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.session_state[state.STUDY] = name
+    at.run()
+    at.switch_page("app_pages/4_Results.py").run()
+    assert not at.exception, at.exception
+    texts = [c.value for c in at.caption] + [i.value for i in at.info]
+    assert not any("None" in t for t in texts), texts
+    assert any("no accuracy" in t.lower() for t in texts), texts
+    assert not [c for c in at.get("plotly_chart") if "Accuracy vs latency" in c.proto.spec]
