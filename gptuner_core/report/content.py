@@ -91,6 +91,8 @@ def study_report(study_dir: str | Path) -> StudyReport:
         ("accuracy_latency", "Accuracy × latency",
          accuracy_latency_figure(df, epsilon=cfg.get("epsilon"), metric=str(cfg.get("metric") or "l2"),
                                  winner=winner.number if winner and winner.significant else None)),
+    ] if df["max_loss"].notna().any() else []  # an imported space stores no losses: nothing to draw
+    figs += [
         ("speedups", "Screening speed-ups vs the default route (one process per route, not the verdict)",
          F.speedup_figure(df)),
         ("history", "Screening best-so-far history", F.history_figure(frames.best_so_far(df))),

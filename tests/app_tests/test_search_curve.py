@@ -67,6 +67,7 @@ def test_the_report_draws_the_same_curve(curve_workspace, tmp_path):
         page = write_report(curve_workspace / name, tmp_path / f"{name}.html").read_text()
         assert "data-key='search_curve_builds'" in page and "data-key='search_curve_seconds'" in page
         assert "random search, expected" in page
+        assert "data-key='accuracy_latency'" not in page  # no losses stored: nothing to draw
 
 
 @pytest.mark.parametrize("name", ["imported", "tuned"])
