@@ -105,16 +105,13 @@ class DiffCommand(Command):
         if args.runs < 2:
             msg = f"diff: --runs must be at least 2 (the noise level needs repeated runs; got {args.runs})"
             raise UsageError(msg)
-        for n in (args.a, args.b):
-            rec = by_number[n]
-            if not rec.artifact_path and rec.duplicate_of is None:
-                from gptuner_core.profiles import has_profile
-
-                if not has_profile(study, n):
-                    msg = (f"diff: candidate #{n} was never built ({rec.state.value}), so it has no layers "
-                           "to compare (expected a built candidate)")
-                    raise UsageError(msg)
+        from gptuner_core.explain.study import no_layers_reason
         from gptuner_core.explain.study import profiled_number
+
+        for n in (args.a, args.b):
+            reason = no_layers_reason(study, by_number[n], facts.config)
+            if reason:
+                raise UsageError(f"diff: {reason}")
 
         wanted = sorted({profiled_number(by_number[n]) for n in (args.a, args.b)})
         ensure_profiles(study, wanted, capture=args.capture, runs=args.runs)

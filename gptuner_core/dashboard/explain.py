@@ -91,7 +91,15 @@ def render_layer_diff(study: Path, a: CandidateRecord, b: CandidateRecord, *, ke
 
     pa, pb = profile(study, a), profile(study, b)
     if pa is None or pb is None:
-        _capture_hint(study, a, b)
+        from gptuner_core.dashboard import data
+        from gptuner_core.explain.study import no_layers_reason
+
+        config = data.snapshot(study).config
+        reasons = [r for r in (no_layers_reason(study, c, config) for c in (a, b)) if r]
+        if reasons:
+            st.info(f"No per-layer diff: {'; '.join(dict.fromkeys(reasons))}.")
+        else:
+            _capture_hint(study, a, b)
         return None
     diff = diff_profiles(pa, pb, label_a=f"#{a.number}", label_b=f"#{b.number}",
                          latency_a=a.latency, latency_b=b.latency)

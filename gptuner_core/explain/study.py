@@ -95,6 +95,21 @@ def profiled_number(record: CandidateRecord) -> int:
     return record.duplicate_of if record.duplicate_of is not None else record.number
 
 
+def no_layers_reason(study_dir: str | Path, record: CandidateRecord, config: dict) -> str | None:
+    """Why ``record`` has no per-layer profile and cannot get one (``None``: it has one, or its
+    artifact can be profiled): a candidate replayed from a recording was never built."""
+    from gptuner_core.profiles import has_profile
+
+    n = profiled_number(record)
+    if record.artifact_path or record.duplicate_of is not None or has_profile(study_dir, n):
+        return None
+    if config.get("backend") == "replay":
+        return (f"candidate #{record.number} was replayed from a recording (backend 'replay'), "
+                "not built: there is no engine whose layers could be profiled")
+    return (f"candidate #{record.number} was never built ({record.state.value}), so it has no "
+            "layers to compare (expected a built candidate)")
+
+
 def layer_diff(study_dir: str | Path, a: CandidateRecord, b: CandidateRecord) -> LayerDiff | None:
     """The aligned layer diff of two stored candidates, ``None`` if either lacks a profile."""
     from gptuner_core.profiles import diff_profiles

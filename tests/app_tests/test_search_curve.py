@@ -84,3 +84,16 @@ def test_a_space_without_accuracy_says_so_instead_of_drawing_it(curve_workspace,
     assert not any("None" in t for t in texts), texts
     assert any("no accuracy" in t.lower() for t in texts), texts
     assert not [c for c in at.get("plotly_chart") if "Accuracy vs latency" in c.proto.spec]
+
+
+def test_explain_does_not_offer_to_profile_a_replayed_study(curve_workspace, monkeypatch):
+    """The Explain page offered 'gptuner diff STUDY 0 N --capture' for a study replayed from an
+    imported space; the command fails: a replayed candidate has no engine."""
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(curve_workspace))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.session_state[state.STUDY] = "tuned"
+    at.run()
+    at.switch_page("app_pages/7_Explain.py").run()
+    assert not at.exception, at.exception
+    assert not [c for c in at.code if "--capture" in c.value]
+    assert any("replayed from a recording" in t.value for t in [*at.info, *at.caption])

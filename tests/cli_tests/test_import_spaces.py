@@ -180,3 +180,10 @@ def test_the_knobs_command_that_tune_suggests_runs(capsys, tmp_path, files, back
     code, text, err = run(capsys, *suggested)
     assert code == 0, err
     assert "-kt:a" in text and "-kt:b" in text
+
+
+def test_diff_of_a_replayed_candidate_says_it_was_replayed(capsys, tmp_path, files):
+    study = tmp_path / "imported"
+    assert run(capsys, "import", str(files[1]), "--study", str(study))[0] == 0
+    code, _, err = run(capsys, "diff", str(study), "0", "1", "--capture")
+    assert code == 2 and "replayed from a recording" in err and "never built (COMPLETE)" not in err
