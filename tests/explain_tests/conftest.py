@@ -15,6 +15,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXPR = "-quant:mode=[off|qdq] -quant:weight_type=[int8|int4]"
+#: QDQ int8 (#2) must pass and QDQ int4 (#3) fail on every CPU. On an AVX2 host without VNNI
+#: (AMD EPYC Zen 3, 2026-12-03) u8*s8 products saturate: #2 loses 0.016 (cos) and 1.1 points of
+#: top-1, #3 0.035 and 3.6 points (int4 has no integer kernel: the same on every CPU); the gate
+#: at 0.01 / 0.01 failed #2 there while it passed on the hosts before.
+EPSILON = 0.025
+MAX_TASK_DROP = 0.02
 QUICK = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 30, "max_time_s": 1.5}
 
 
@@ -25,7 +31,7 @@ def tune(study: Path, expression: str = EXPR) -> Path:
     cfg = StudyConfig(
         model=str(REPO / "assets" / "cnn_digits.onnx"), backend="onnxruntime", expression=expression,
         search="full", dataset=str(REPO / "assets" / "cnn_digits_eval.npz"), batch_size=32,
-        metric="cos", epsilon=0.01, task_metric="top1", max_task_drop=0.01, measurement=QUICK,
+        metric="cos", epsilon=EPSILON, task_metric="top1", max_task_drop=MAX_TASK_DROP, measurement=QUICK,
         revalidate_top_k=1, revalidate_rounds=2, drift_every=0, profile_runs=0,
     )
     Tuner(cfg, study).run()
