@@ -97,7 +97,7 @@ def render_layer_diff(study: Path, a: CandidateRecord, b: CandidateRecord, *, ke
         config = data.snapshot(study).config
         reasons = [r for r in (no_layers_reason(study, c, config) for c in (a, b)) if r]
         if reasons:
-            st.info(f"No per-layer diff: {'; '.join(dict.fromkeys(reasons))}.")
+            st.info(f"No per-layer diff: {reasons[0]}.")  # one reason is enough (replay: both)
         else:
             _capture_hint(study, a, b)
         return None
