@@ -22,6 +22,7 @@ from gptuner_core.errors import StoreError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.tuner import TuneSummary
@@ -77,8 +78,8 @@ def _check(cfg: StudyConfig, route: str | None, why: str, workdir: Path, specs: 
            max_rounds: int) -> HoldCheck:
     """Build the new default and the old route on the new model in fresh processes, gate the
     old route's accuracy, re-validate it against the new default in interleaved rounds."""
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
     from gptuner_core.engine.evaluator import StudyContext
+    from gptuner_core.engine.evaluator import make_evaluator
     from gptuner_core.engine.inputs import StudyInputs
     from gptuner_core.engine.inputs import load_inputs
     from gptuner_core.engine.inputs import store_inputs
@@ -102,7 +103,7 @@ def _check(cfg: StudyConfig, route: str | None, why: str, workdir: Path, specs: 
         labels_path=ws.labels if ws.labels.exists() else None, labels=None, sha256=sha,
         batch_axes=dict(getattr(ds, "batch_axes", {}) or {}),
     )
-    ev = IsolatedEvaluator(StudyContext(config=cfg, workspace=ws, inputs=inputs))
+    ev = make_evaluator(StudyContext(config=cfg, workspace=ws, inputs=inputs))  # replay: the recording
     default_route = str(Expression.parse(cfg.expression, db).baseline()) if cfg.expression else ""
     noop: Callable[[str], None] = lambda _phase: None  # noqa: E731
     base = ev.evaluate(Proposal(route=Route.parse(default_route)), 0, [], {}, noop)
@@ -137,8 +138,10 @@ def retune(
     time_budget_s: float | None = None, max_candidates: int | None = None,
     measurement: dict[str, Any] | None = None, check_rounds: int = 8,
     progress: Callable[[Any], None] | None = None, on_check: Callable[[HoldCheck], None] | None = None,
+    warm_start: Sequence[str] = (),
 ) -> RetuneResult:
-    """Re-validate the old win on ``model``, then tune ``new_study`` warm-started from the old."""
+    """Re-validate the old win on ``model``, then tune ``new_study`` warm-started from the old
+    study and from ``warm_start`` (more studies or recordings of the same knobs: other GPUs)."""
     from gptuner_core import fingerprint as fp
     from gptuner_core.backends import load_backend
     from gptuner_core.config import StudyConfig
@@ -153,7 +156,8 @@ def retune(
     old_config, old_fp, route, why = _old_route(old)
     cfg = StudyConfig.from_json(dict(old_config))
     changes: dict[str, Any] = {
-        "model": str(Path(model).resolve()), "warm_start": (str(old),), "output": None,
+        "model": str(Path(model).resolve()), "output": None,
+        "warm_start": (str(old), *(str(Path(w).resolve()) for w in warm_start)),
         "time_budget_s": time_budget_s if time_budget_s is not None else cfg.time_budget_s,
         "max_candidates": max_candidates if max_candidates is not None else cfg.max_candidates,
         "measurement": {**cfg.measurement, **(measurement or {})},
@@ -166,6 +170,10 @@ def retune(
     backend = load_backend(cfg.backend, cfg.backend_options)
     specs = backend.input_specs(Path(cfg.model))
     db = backend.describe(Path(cfg.model))
+    from gptuner_core.expressions import Expression
+    from gptuner_core.strategies.warm_start import checked_warm_start
+
+    checked_warm_start(cfg, Expression.parse(cfg.expression, db), db)  # before anything is written
     current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs,
                          measured_shapes=cfg.measure_shapes)
     diffs = tuple((k, str(a), str(b)) for k, a, b in fp.differences(old_fp, current))

@@ -36,6 +36,9 @@ class RetuneCommand(Command):
         parser.add_argument("--max-candidates", type=at_least(1))
         parser.add_argument("--check-rounds", type=at_least(2), default=8,
                             help="round budget of the old-winner check (default 8)")
+        parser.add_argument("--warm-start", action="append", metavar="STUDY_OR_RECORDING",
+                            help="start from these too, besides OLD_STUDY: studies or recordings of "
+                            "the same knobs (another GPU, an imported space; repeatable)")
         parser.add_argument("--measure-option", action="append", metavar="KEY=VALUE")
         parser.add_argument("--quiet", action="store_true")
 
@@ -62,6 +65,7 @@ class RetuneCommand(Command):
             max_candidates=args.max_candidates, check_rounds=args.check_rounds,
             measurement=parse_kv(args.measure_option, "--measure-option"), progress=printer,
             on_check=lambda c: print(f"old winner: {c.message}", file=sys.stderr),
+            warm_start=tuple(args.warm_start or ()),
         )
         if printer is not None:
             printer.close()

@@ -196,9 +196,10 @@ class TuneCommand(Command):
         )
         parser.add_argument("--strategy-option", action="append", metavar="KEY=VALUE",
                             help="strategy option (see 'gptuner strategies')")
-        parser.add_argument("--warm-start", action="append", metavar="STUDY",
-                            help="seed with the best routes of an earlier study of the same knob "
-                            "database or model family (repeatable; checked before anything is written)")
+        parser.add_argument("--warm-start", action="append", metavar="STUDY_OR_RECORDING",
+                            help="start from an earlier study or recording of the same knob database "
+                            "or model family: its best routes first, every result as the model's prior "
+                            "(repeatable; checked before anything is written)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--dataset", metavar="NPZ", help="named inputs (+ labels) as .npz")
         parser.add_argument("--batch-size", type=int, default=1)

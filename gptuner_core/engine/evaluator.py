@@ -70,6 +70,22 @@ class StudyContext:
     inputs: StudyInputs
 
 
+def make_evaluator(ctx: StudyContext, *, prestart: bool = False) -> Evaluator:
+    """What answers a study's proposals: its recording for the ``replay`` backend (nothing is
+    built), else real builds in isolated processes (``prestart``: the launcher starts now)."""
+    if ctx.config.backend == "replay":
+        from gptuner_core.engine.recorded import RecordedEvaluator
+        from gptuner_core.recording import load_recording
+
+        return RecordedEvaluator(load_recording(ctx.config.backend_options.get("recording") or ctx.config.model))
+    evaluator = IsolatedEvaluator(ctx)
+    if prestart:
+        from gptuner_core.engine.process.isolation import prestart as start_launcher
+
+        start_launcher(evaluator.job("").to_json())  # the launcher starts during set-up
+    return evaluator
+
+
 def study_evaluator(workspace: StudyWorkspace, config: StudyConfig) -> IsolatedEvaluator:
     """An evaluator over an existing study: its stored inputs, verified by their recorded hash
     (re-measuring candidates outside the tuner: ``gptuner revalidate``, benchmarks)."""

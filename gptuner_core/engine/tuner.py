@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from gptuner_core import fingerprint as fp
 from gptuner_core.backends import load_backend
-from gptuner_core.engine.evaluator import IsolatedEvaluator
 from gptuner_core.engine.evaluator import StudyContext
 from gptuner_core.engine.finish import check_output_path
 from gptuner_core.engine.finish import revalidate_winner
@@ -239,19 +238,10 @@ class Tuner:
         return None if device is None else DeviceLock(measuring_devices(device), study=str(self.dir))
 
     def _evaluator(self, inputs: object, *, prestart: bool = True) -> Evaluator:
+        from gptuner_core.engine.evaluator import make_evaluator
+
         ctx = StudyContext(config=self.config, workspace=self.ws, inputs=inputs)  # type: ignore[arg-type]
-        if self.config.backend == "replay":
-            from gptuner_core.engine.recorded import RecordedEvaluator
-            from gptuner_core.recording import load_recording
-
-            source = self.config.backend_options.get("recording") or self.config.model
-            return RecordedEvaluator(load_recording(source))
-        from gptuner_core.engine.process.isolation import prestart as start_launcher
-
-        evaluator = IsolatedEvaluator(ctx)
-        if prestart:
-            start_launcher(evaluator.job("").to_json())  # the launcher starts during set-up, not in #0
-        return evaluator
+        return make_evaluator(ctx, prestart=prestart)  # the launcher starts during set-up, not in #0
 
     def _plan_strategy(self) -> Strategy:
         """The strategy with its warm-start routes: built before a new study is written, so a bad

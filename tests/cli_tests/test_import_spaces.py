@@ -187,3 +187,47 @@ def test_diff_of_a_replayed_candidate_says_it_was_replayed(capsys, tmp_path, fil
     assert run(capsys, "import", str(files[1]), "--study", str(study))[0] == 0
     code, _, err = run(capsys, "diff", str(study), "0", "1", "--capture")
     assert code == 2 and "replayed from a recording" in err and "never built (COMPLETE)" not in err
+
+
+def _other_gpu(folder) -> object:
+    """The fixture's space as another GPU measured it: routes with ``c=y`` twice as fast."""
+    doc = spaces.kerneltuner_document()
+    doc["device_name"] = "Other GPU"
+    for entry in doc["cache"].values():
+        if entry["c"] == "y" and isinstance(entry["time"], float):
+            entry["time"] /= 2
+            entry["times"] = [t / 2 for t in entry["times"]]
+    path = folder / "other.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return path
+
+
+def test_retune_on_another_gpu_is_answered_by_the_recording_and_takes_warm_start(capsys, tmp_path, files):
+    """Issue 28 item 4: ``--warm-start`` in tune, retune and replay. ``retune`` had no such flag,
+    and on a recorded study its old-winner check built the routes with the replay backend
+    ('the replay backend builds nothing')."""
+    from gptuner_core.storage import open_store
+
+    old_rec, new_rec = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    assert run(capsys, "import", str(files[1]), "--out", str(old_rec))[0] == 0
+    assert run(capsys, "import", str(_other_gpu(tmp_path)), "--out", str(new_rec))[0] == 0
+    old = tmp_path / "old"
+    code, _, err = run(capsys, "tune", str(old_rec), "--study", str(old), "--backend", "replay",
+                       "--expr", "-kt:a=[1|2|4|8] -kt:b=[16|32|64] -kt:c=[x|y]", "--search", "random",
+                       "--max-candidates", "12", "--no-gate", "--quiet")
+    assert code == 0, err
+    new = tmp_path / "new"
+    code, _, err = run(capsys, "retune", str(old), "--model", str(tmp_path / "nope.json"), "--study",
+                       str(new), "--warm-start", str(old_rec))
+    assert code == 2 and "nope.json" in err and not new.exists()
+    code, _, err = run(capsys, "retune", str(old), "--model", str(new_rec), "--study", str(new),
+                       "--warm-start", str(tmp_path / "missing.json.gz"))
+    assert code == 2 and "--warm-start" in err and "missing.json.gz" in err and not new.exists(), err
+    code, text, err = run(capsys, "retune", str(old), "--model", str(new_rec), "--study", str(new),
+                          "--warm-start", str(old_rec), "--max-candidates", "10", "--quiet")
+    assert code == 0, err
+    assert "old winner holds:" in text
+    with open_store(new, readonly=True) as store:
+        assert store.config()["warm_start"] == [str(old), str(old_rec.resolve())]
+        assert store.get_meta("lineage")["from"] == str(old)
+        assert store.events("warm_start")
