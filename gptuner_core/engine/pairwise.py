@@ -63,7 +63,12 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
         msg = f"no study in '{ws.root}' (expected a folder with study.sqlite)"
         raise ConfigError(msg)
     with open_store(ws.root, readonly=True) as store:
-        cfg = StudyConfig.from_json(store.config())
+        raw = store.config()
+        if raw.get("backend") == "replay":  # an imported space, or a study replayed from one
+            msg = (f"'{ws.root}' was replayed from a recording (backend 'replay'): nothing was built, "
+                   "so there is nothing to re-measure (its figures are the recording's)")
+            raise ConfigError(msg)
+        cfg = StudyConfig.from_json(raw)
         recs = {n: store.candidate(n) for n in (a, b)}
     missing = [n for n, rec in recs.items() if rec is None]
     if missing:  # both numbers checked before either record is looked at

@@ -231,3 +231,18 @@ def test_retune_on_another_gpu_is_answered_by_the_recording_and_takes_warm_start
         assert store.config()["warm_start"] == [str(old), str(old_rec.resolve())]
         assert store.get_meta("lineage")["from"] == str(old)
         assert store.events("warm_start")
+
+
+def test_revalidating_a_recorded_study_says_it_was_replayed(capsys, tmp_path, files):
+    """'gptuner revalidate' of an imported space said 'artifact none is gone: the study was tuned
+    with --discard-artifacts, or the file was removed': it never had artifacts."""
+    study = tmp_path / "imported"
+    assert run(capsys, "import", str(files[1]), "--study", str(study))[0] == 0
+    tuned = tmp_path / "tuned"
+    assert run(capsys, "tune", str(study), "--study", str(tuned), "--backend", "replay", "--expr",
+               "-kt:a=[1|2|4|8] -kt:b=[16|32|64] -kt:c=[x|y]", "--search", "random",
+               "--max-candidates", "6", "--no-gate", "--quiet")[0] == 0
+    for folder in (study, tuned):
+        code, _, err = run(capsys, "revalidate", str(folder), "0", "1")
+        assert code == 2 and "replayed from a recording" in err and "discard-artifacts" not in err, err
+        assert len(err.strip().splitlines()) == 1
