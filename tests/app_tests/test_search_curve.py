@@ -26,12 +26,19 @@ def curve_workspace(tmp_path_factory):
     return ws
 
 
-def _history(ws, name, monkeypatch) -> AppTest:
+def _page(ws, name, page, monkeypatch) -> AppTest:
+    """``page`` (``app_pages/...``) of study ``name`` in workspace ``ws``, rendered without error."""
     monkeypatch.setenv("GPTUNER_WORKSPACE", str(ws))
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state[state.STUDY] = name
     at.run()
-    at.switch_page("app_pages/4_Results.py").run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _history(ws, name, monkeypatch) -> AppTest:
+    at = _page(ws, name, "app_pages/4_Results.py", monkeypatch)
     at.segmented_control(key="res_view").set_value("History").run()
     assert not at.exception, at.exception
     return at
@@ -74,12 +81,7 @@ def test_the_report_draws_the_same_curve(curve_workspace, tmp_path):
 def test_a_space_without_accuracy_says_so_instead_of_drawing_it(curve_workspace, monkeypatch, name):
     """Seen on an imported convolution space: 'configured ε: None' above a scatter of every route
     at an accuracy loss of '0 drawn at 1e-12'. A Kernel Tuner space stores no losses."""
-    monkeypatch.setenv("GPTUNER_WORKSPACE", str(curve_workspace))
-    at = AppTest.from_file(str(APP), default_timeout=60)
-    at.session_state[state.STUDY] = name
-    at.run()
-    at.switch_page("app_pages/4_Results.py").run()
-    assert not at.exception, at.exception
+    at = _page(curve_workspace, name, "app_pages/4_Results.py", monkeypatch)
     texts = [c.value for c in at.caption] + [i.value for i in at.info]
     assert not any("None" in t for t in texts), texts
     assert any("no accuracy" in t.lower() for t in texts), texts
@@ -89,11 +91,6 @@ def test_a_space_without_accuracy_says_so_instead_of_drawing_it(curve_workspace,
 def test_explain_does_not_offer_to_profile_a_replayed_study(curve_workspace, monkeypatch):
     """The Explain page offered 'gptuner diff STUDY 0 N --capture' for a study replayed from an
     imported space; the command fails: a replayed candidate has no engine."""
-    monkeypatch.setenv("GPTUNER_WORKSPACE", str(curve_workspace))
-    at = AppTest.from_file(str(APP), default_timeout=60)
-    at.session_state[state.STUDY] = "tuned"
-    at.run()
-    at.switch_page("app_pages/7_Explain.py").run()
-    assert not at.exception, at.exception
+    at = _page(curve_workspace, "tuned", "app_pages/7_Explain.py", monkeypatch)
     assert not [c for c in at.code if "--capture" in c.value]
     assert any("replayed from a recording" in t.value for t in [*at.info, *at.caption])
