@@ -64,16 +64,16 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
         raise ConfigError(msg)
     with open_store(ws.root, readonly=True) as store:
         raw = store.config()
-        if raw.get("backend") == "replay":  # an imported space, or a study replayed from one
-            msg = (f"'{ws.root}' was replayed from a recording (backend 'replay'): nothing was built, "
-                   "so there is nothing to re-measure (its figures are the recording's)")
-            raise ConfigError(msg)
-        cfg = StudyConfig.from_json(raw)
         recs = {n: store.candidate(n) for n in (a, b)}
     missing = [n for n, rec in recs.items() if rec is None]
     if missing:  # both numbers checked before either record is looked at
         msg = f"candidate #{missing[0]} is not in the study '{ws.root}'"
         raise ConfigError(msg)
+    if raw.get("backend") == "replay":  # an imported space, or a study replayed from one
+        msg = (f"'{ws.root}' was replayed from a recording (backend 'replay'): nothing was built, "
+               "so there is nothing to re-measure (its figures are the recording's)")
+        raise ConfigError(msg)
+    cfg = StudyConfig.from_json(raw)
     for n, rec in recs.items():
         assert rec is not None
         if not rec.eligible:
