@@ -164,6 +164,8 @@ def retune(
     }
     if dataset is not None:
         changes["dataset"] = str(Path(dataset).resolve())
+    if cfg.backend == "replay":  # the new model is the recording to replay, not the old one's option
+        changes["backend_options"] = {k: v for k, v in cfg.backend_options.items() if k != "recording"}
     if not cfg.accuracy_settings().gated:  # an old study made before a gate was required keeps
         changes["no_gate"] = True          # its settings, now as an explicit no-gate (warned)
     cfg = cfg.replace(**changes)

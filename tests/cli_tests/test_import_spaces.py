@@ -246,3 +246,29 @@ def test_revalidating_a_recorded_study_says_it_was_replayed(capsys, tmp_path, fi
         code, _, err = run(capsys, "revalidate", str(folder), "0", "1")
         assert code == 2 and "replayed from a recording" in err and "discard-artifacts" not in err, err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_retune_replays_the_new_recording_not_the_old_ones_option(capsys, tmp_path, files):
+    """A study replayed through ``--backend-option recording=OLD`` keeps that option in its
+    settings; a re-tune on ``--model NEW`` must replay NEW."""
+    from gptuner_core.storage import open_store
+
+    old_rec, new_rec = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    assert run(capsys, "import", str(files[1]), "--out", str(old_rec))[0] == 0
+    assert run(capsys, "import", str(_other_gpu(tmp_path)), "--out", str(new_rec))[0] == 0
+    old = tmp_path / "old"
+    assert run(capsys, "tune", str(old_rec), "--study", str(old), "--backend", "replay",
+               "--backend-option", f"recording={old_rec}", "--expr", "-kt:a=[1|2] -kt:c=[x|y]",
+               "--search", "full", "--no-gate", "--quiet")[0] == 0
+    new = tmp_path / "new"
+    code, _, err = run(capsys, "retune", str(old), "--model", str(new_rec), "--study", str(new), "--quiet")
+    assert code == 0, err
+    from gptuner_core.recording import load_recording
+
+    replayed = load_recording(new_rec)
+    with open_store(new, readonly=True) as store:
+        assert "recording" not in store.config()["backend_options"]
+        faster = [r for r in store.candidates() if "-kt:c=y" in r.requested_route and r.latency]
+    assert faster  # routes whose latency differs between the two GPUs: they come from NEW
+    for rec in faster:
+        assert rec.latency.median_ms == replayed.lookup(rec.requested_route).latency.median_ms
