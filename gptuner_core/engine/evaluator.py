@@ -73,11 +73,12 @@ class StudyContext:
 def make_evaluator(ctx: StudyContext, *, prestart: bool = False) -> Evaluator:
     """What answers a study's proposals: its recording for the ``replay`` backend (nothing is
     built), else real builds in isolated processes (``prestart``: the launcher starts now)."""
-    if ctx.config.backend == "replay":
+    if ctx.config.backend == "replay":  # the backend's recording: resolved and read once
+        from gptuner_core.backends import load_backend
         from gptuner_core.engine.recorded import RecordedEvaluator
-        from gptuner_core.recording import load_recording
 
-        return RecordedEvaluator(load_recording(ctx.config.backend_options.get("recording") or ctx.config.model))
+        backend = load_backend(ctx.config.backend, ctx.config.backend_options)
+        return RecordedEvaluator(backend.recording(Path(ctx.config.model)))  # type: ignore[attr-defined]
     evaluator = IsolatedEvaluator(ctx)
     if prestart:
         from gptuner_core.engine.process.isolation import prestart as start_launcher
