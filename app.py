@@ -36,4 +36,8 @@ def _overview_by_name() -> None:
 OVERVIEW_URL = st.Page(_overview_by_name, title="Overview", url_path="Overview",
                        visibility="hidden")
 
+# a page icon before the navigation: without one, the browser tab's icon is the current page's
+# material icon, which Streamlit's frontend fetches from fonts.gstatic.com (a failed request on
+# an offline machine, on every page load); each page then sets its own emoji icon (drawn locally)
+st.set_page_config(page_title="gptuner", page_icon="⚙️", layout="wide")
 st.navigation([*PAGES, OVERVIEW_URL]).run()

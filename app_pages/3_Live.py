@@ -13,6 +13,7 @@ from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.trust import code_references
 from gptuner_core.dashboard.workspace import pid_alive
+from gptuner_core.dashboard.workspace import study_dirs
 from gptuner_core.engine.process.launch import is_running
 from gptuner_core.errors import GptunerError
 from gptuner_core.views.explore import landing_figure
@@ -53,7 +54,8 @@ if pending and (study is None or study.name != pending["study"]):
         _waiting()
         st.stop()
 if study is None:
-    widgets.no_study_message()
+    if not study_dirs(ws):
+        widgets.no_study_message()
     st.stop()
 
 snap = widgets.load_snapshot(study)

@@ -34,3 +34,32 @@ def plotly(fig: Any, *, key: str, **kwargs: Any) -> Any:
     ``st.plotly_chart`` returns (the selection event when ``on_select`` is set)."""
     with st.container(height=figure_height(fig) + SLACK, border=False, key=f"{key}_box"):
         return st.plotly_chart(fig, key=key, **kwargs)
+
+
+def point_number(point: Any) -> int | None:
+    """The candidate number a selected point carries (its ``customdata``'s first value), or
+    ``None``. The browser sends a row of a figure's 2-D ``customdata`` array as a JSON object
+    (``{"0": 6}``: plotly.js keeps the row as a typed array, which serialises so), a 1-D one
+    as a plain value; a list is what a hand-made event holds."""
+    if not isinstance(point, dict):
+        return None
+    data = point.get("customdata")
+    if isinstance(data, dict):
+        data = data.get("0", data.get(0))
+    elif isinstance(data, (list, tuple)):
+        data = data[0] if data else None
+    try:
+        return int(data) if data is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def selected_numbers(event: Any) -> list[int]:
+    """The candidate numbers of the points a chart's selection event holds (click, box, lasso),
+    sorted, each once; an event of any other shape selects nothing."""
+    try:
+        points = event["selection"]["points"] or []
+    except (KeyError, TypeError):
+        return []
+    numbers = {point_number(p) for p in points} if isinstance(points, list) else set()
+    return sorted(n for n in numbers if n is not None)

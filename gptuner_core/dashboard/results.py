@@ -47,13 +47,7 @@ def take_selection(study: Path, key: str) -> list[int]:
     figures already highlight them); a selection that differs from the one the chart reported
     last becomes the study's selection. An emptied chart keeps the shared selection (a chart
     redrawn with new highlights forgets its own); "Clear selection" clears it."""
-    event = st.session_state.get(key)
-    try:
-        points = event["selection"]["points"] or []
-    except (KeyError, TypeError):
-        points = []
-    picked = sorted({int(p["customdata"][0]) for p in points
-                     if isinstance(p, dict) and p.get("customdata") is not None})
+    picked = charts.selected_numbers(st.session_state.get(key))
     seen = dict(state.get(state.SEEN) or {})
     if picked != seen.get(key, []):
         seen[key] = picked

@@ -22,29 +22,60 @@ def page_setup(title: str, icon: str = "⚙️") -> Path:
     st.set_page_config(page_title=f"gptuner · {title}", page_icon=icon, layout="wide")
     state.init()
     state.keep_widgets()
+    keep_study_link()
     ws = workspace_dir()
     st.sidebar.caption(f"Workspace: `{ws}`")
     return ws
 
 
+def keep_study_link() -> None:
+    """The study this tab works on, in every page's URL (``?study=``). A page switch drops the
+    query parameters; a link that names a study (a bookmark, a colleague's link) makes it the
+    tab's study until the user picks another."""
+    linked = st.query_params.get("study")
+    if linked is not None:
+        state.put(state.STUDY, str(linked))
+    elif state.get(state.STUDY):
+        st.query_params["study"] = state.get(state.STUDY)
+
+
 def _picked() -> None:
-    state.put(state.STUDY, st.session_state["_study_picker"])
+    name = st.session_state["_study_picker"]
+    state.put(state.STUDY, name)
     state.put(state.CANDIDATE, None)
     state.put(state.COMPARE, [])
+    if name is not None:
+        st.query_params["study"] = name
+
+
+def unknown_study_line(name: str) -> str:
+    shown = name if len(name) <= 80 else f"{name[:77]}..."
+    return (f"No study named {shown!r} in this workspace: a study is a folder holding a "
+            "study.sqlite; pick one in the sidebar.")
 
 
 def study_picker(ws: Path, *, label: str = "Study") -> Path | None:
     """Sidebar selectbox over the workspace's studies; remembers the choice across pages and
-    reloads (session state + ``?study=`` query parameter). ``None`` when there is no study."""
+    reloads (session state + ``?study=`` query parameter). ``None`` when there is no study, or
+    when the tab's study (a link's) is not one of them: then one line says so, and nothing of
+    another study is shown until the user picks one."""
     names = [p.name for p in study_dirs(ws)]
     if not names:
         return None
-    wanted = state.get(state.STUDY) or st.query_params.get("study")
-    if wanted not in names:
-        wanted = names[0]
+    wanted = state.get(state.STUDY)
+    if wanted is not None and wanted not in names:
+        launched = (state.get(state.LAST_LAUNCH) or {}).get("study") == wanted
+        if not launched:  # a study just started has no store yet: Live waits for it
+            st.error(unknown_study_line(str(wanted)))
+        st.session_state["_study_picker"] = None
+        st.sidebar.selectbox(label, names, index=None, key="_study_picker", on_change=_picked,
+                             placeholder="pick a study")
+        return None
+    wanted = wanted or names[0]
     if st.session_state.get("_study_picker") != wanted:
         st.session_state["_study_picker"] = wanted
     st.sidebar.selectbox(label, names, key="_study_picker", on_change=_picked)
+    state.put(state.STUDY, wanted)
     st.query_params["study"] = wanted
     return ws / wanted
 
@@ -65,7 +96,8 @@ def require_snapshot(ws: Path) -> tuple[Path, Snapshot]:
     """The picked study and its snapshot; stops the page (after saying why) when there is none."""
     study = study_picker(ws)
     if study is None:
-        no_study_message()
+        if not study_dirs(ws):
+            no_study_message()
         st.stop()
     snap = load_snapshot(study)
     if snap is None:

@@ -48,7 +48,8 @@ def test_a_chart_selection_becomes_the_studys_selection(finished_workspace, monk
     at.session_state["res_view"] = "Slice"
     at.run()
     at.switch_page("app_pages/4_Results.py").run()
-    points = [{"customdata": [3]}, {"customdata": [5]}, {"customdata": [3]}]
+    # the browser sends a 2-D customdata row as an object ({"0": 3}); a 1-D one as a value
+    points = [{"customdata": {"0": 3}, "point_index": 1}, {"customdata": 5}, {"customdata": [3]}]
     at.session_state["res_slice"] = {"selection": {"points": points, "box": [], "lasso": []}}
     at.run()
     assert not at.exception, at.exception

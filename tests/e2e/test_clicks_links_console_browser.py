@@ -1,0 +1,164 @@
+"""Issue 39 in real headless Chromium, as a user does it: a real plotly click and a real box
+select on both selectable Results views (Accuracy vs latency, Slice); a deep link to a study
+then a sidebar click (the study is kept); an unknown or unsafe ``?study=`` (one line, nothing
+else's data); every page's load without a request leaving the machine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote
+from urllib.parse import urlparse
+
+import pytest
+
+from gptuner_core.testing.dashboard_server import CHROMIUM
+from gptuner_core.testing.dashboard_server import dashboard_server
+from gptuner_core.testing.dashboard_server import wait_idle
+
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
+]
+PAGES = ("Overview", "Knob explorer", "New run", "Live", "Results", "Route trace", "Compare",
+         "Explain")
+
+
+@pytest.fixture(scope="module")
+def two_studies(tmp_path_factory) -> Path:
+    """``alpha`` and, written after it, ``beta`` (the newest: what a page opens by default)."""
+    import time
+
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
+
+    ws = tmp_path_factory.mktemp("ws")
+    write_synthetic_study(ws / "alpha", n=24, seed=1, write_logs=False)
+    time.sleep(1.1)
+    write_synthetic_study(ws / "beta", n=24, seed=2, write_logs=False)
+    return ws
+
+
+def _go(page, name: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=name).first.click()
+    wait_idle(page)
+
+
+def _view(page, name: str) -> None:
+    page.locator('[data-testid="stButtonGroup"] button').filter(has_text=name).first.click()
+    wait_idle(page)
+
+
+def _no_exception(page) -> None:
+    errors = page.locator('[data-testid="stException"]').all_inner_texts()
+    assert not errors, errors[0][:400]
+
+
+def _plot(page):
+    return page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
+
+
+def _click_a_point(page) -> None:
+    point = _plot(page).locator(".scatterlayer path.point").nth(2)
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    wait_idle(page)
+
+
+def _box_select_all(page) -> None:
+    """Plotly's own "Box Select" tool, then a drag over the whole plotting area."""
+    plot = _plot(page)
+    plot.hover()
+    plot.locator('.modebar-btn[data-val="select"]').first.click()
+    area = plot.locator(".nsewdrag").first.bounding_box()
+    page.mouse.move(area["x"] + 2, area["y"] + 2)
+    page.mouse.down()
+    page.mouse.move(area["x"] + area["width"] / 2, area["y"] + area["height"] / 2, steps=5)
+    page.mouse.move(area["x"] + area["width"] - 2, area["y"] + area["height"] - 2, steps=5)
+    page.mouse.up()
+    wait_idle(page)
+
+
+@pytest.mark.parametrize("view", ["Accuracy vs latency", "Slice"])
+def test_a_real_click_and_box_select_pick_candidates(two_studies: Path, browser_page, tmp_path,
+                                                     view: str) -> None:
+    from playwright.sync_api import expect
+
+    page = browser_page
+    with dashboard_server(two_studies, log=tmp_path / "streamlit.log") as url:
+        page.goto(f"{url}/Results?study=alpha")
+        wait_idle(page)
+        _view(page, view)
+        _click_a_point(page)
+        _no_exception(page)
+        expect(page.get_by_text("Highlighted: #")).to_be_visible()
+        page.get_by_role("button", name="Clear selection").click()
+        wait_idle(page)
+        _box_select_all(page)
+        _no_exception(page)
+        shown = page.get_by_text("Highlighted: #").inner_text()
+        assert shown.count("#") >= 5, shown  # the box took many points, by their numbers
+
+
+def _picked_study(page) -> str:
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"] input').first
+    return box.input_value()
+
+
+def test_a_deep_link_keeps_its_study_across_every_page(two_studies: Path, browser_page,
+                                                       tmp_path) -> None:
+    page = browser_page
+    with dashboard_server(two_studies, log=tmp_path / "streamlit.log") as url:
+        page.goto(f"{url}/Route_trace?study=alpha")  # a bookmark, in a fresh tab
+        wait_idle(page)
+        assert _picked_study(page) == "alpha"
+        for name in ("Compare", "Overview", "New run", "Results", "Explain", "Live",
+                     "Knob explorer", "Route trace"):
+            _go(page, name)
+            _no_exception(page)
+            assert "study=alpha" in page.url, (name, page.url)
+            if name not in ("Overview", "New run", "Knob explorer"):
+                assert _picked_study(page) == "alpha", name
+
+
+@pytest.mark.parametrize("name", ["does-not-exist", "../../etc", "/etc/passwd", "_uploads"])
+def test_an_unknown_or_unsafe_study_says_so_and_shows_nothing_else(two_studies: Path, browser_page,
+                                                                    tmp_path, name: str) -> None:
+    from playwright.sync_api import expect
+
+    page = browser_page
+    with dashboard_server(two_studies, log=tmp_path / "streamlit.log") as url:
+        page.goto(f"{url}/Results?study={quote(name, safe='')}")
+        wait_idle(page)
+        expect(page.get_by_text("No study named")).to_have_count(1)
+        main = page.locator('[data-testid="stMain"]').inner_text()
+        assert "beta" not in main and "alpha" not in main
+        assert page.locator('[data-testid="stPlotlyChart"], [data-testid="stMetric"]').count() == 0
+
+
+def test_no_page_load_fetches_anything_from_outside(two_studies: Path, browser_page,
+                                                    tmp_path) -> None:
+    """Every page loaded by its URL (a bookmark, a reload) and reached from the sidebar: no
+    request leaves 127.0.0.1 (an offline machine logs each as a failed request)."""
+    page = browser_page
+    outside: list[str] = []
+    failed: list[str] = []
+    page.on("request", lambda r: urlparse(r.url).hostname not in ("127.0.0.1", None)
+            and not r.url.startswith("data:") and outside.append(r.url))
+    page.on("requestfailed", lambda r: failed.append(f"{r.url} {r.failure}"))
+    # Streamlit's frontend, loaded at /Page, first probes /Page/_stcore/{health,host-config} for
+    # a server mounted under a path (a 404 each) before /_stcore/: its own same-origin probe,
+    # the only error response allowed
+    page.on("response", lambda r: r.status >= 400
+            and not urlparse(r.url).path.endswith(("/_stcore/health", "/_stcore/host-config"))
+            and failed.append(f"{r.url} {r.status}"))
+    with dashboard_server(two_studies, log=tmp_path / "streamlit.log") as url:
+        for name in PAGES:
+            page.goto(f"{url}/{name.replace(' ', '_')}?study=alpha" if name != "Overview" else url)
+            wait_idle(page)
+        for name in PAGES:
+            _go(page, name)
+    assert not outside, outside
+    assert not failed, failed
