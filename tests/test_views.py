@@ -162,6 +162,19 @@ class TestFigures:
         assert bar.error_y.array[i] == pytest.approx(0.1)
         assert bar.error_y.arrayminus[i] == pytest.approx(0.1)
 
+    def test_speedup_bars_are_screening_and_count_routes_not_duplicates(self, records) -> None:
+        """Issue 39 item 3: the bars are one process per route (labelled screening, not the
+        verdict's interval), and a DUPLICATE (the same artifact as another) is not a route."""
+        more = [*records, rec(7, "-a=1 -b=z", CandidateState.DUPLICATE, ms=8.0, loss=1e-4,
+                             duplicate_of=1)]
+        df = views.apply_epsilon(views.candidates_frame(more), more, 1e-3)
+        fig = views.speedup_figure(df)
+        assert "#7" not in list(fig.data[0].x)
+        title = fig.layout.title.text
+        assert "screening" in title.lower() and "95 % CI" not in title
+        assert f"top {len(fig.data[0].x)} routes" in title
+        assert "screening" in fig.layout.yaxis.title.text
+
     def test_knob_effect_and_histograms(self, records) -> None:
         df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         fig = views.knob_effect_figure(df, "-a")

@@ -56,6 +56,7 @@ from gptuner_core.measurement.verdicts import ContenderVerdict
 from gptuner_core.measurement.verdicts import SequentialPlan
 from gptuner_core.measurement.verdicts import SequentialResult
 from gptuner_core.measurement.verdicts import Verdict
+from gptuner_core.records.confidence import percent
 from gptuner_core.records.undecided import more_rounds
 
 
@@ -141,7 +142,9 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     verdict, winner, best, rounds = res["verdict"], res["winner"], res["best"], res["rounds"]
     est: dict[int, SpeedupEstimate | None] = res["estimates"]
     adj = f", Bonferroni over {k}" if k > 1 else ""
-    how = f"{rounds} interleaved rounds in fresh processes, {plan.spending} alpha spending{adj}"
+    how = (f"{rounds} interleaved rounds in fresh processes, {plan.spending} alpha spending{adj}: "
+           f"each look's interval is wider, so as to hold {percent(plan.confidence)} confidence "
+           "over every look and route")
     thr = 1.0 + plan.min_effect
     if verdict is Verdict.WINNER:
         return f"route #{winner} is faster than the default: {est[winner]} ({how})"

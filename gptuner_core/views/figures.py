@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+from gptuner_core.records import CandidateState
 from gptuner_core.views._frames import ACCURACY_FAILED
 from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import FAILED
@@ -63,10 +64,15 @@ def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
 
 
 def speedup_figure(df: pd.DataFrame, *, top: int = 30) -> go.Figure:
-    """Speedup vs the default route with CI error bars, for the ``top`` eligible candidates."""
+    """Screening speed-up vs the default route with its spread, for the ``top`` eligible routes.
+
+    Screening: one process per route, not the verdict's re-validated interval (the title and
+    axis say so). A DUPLICATE (the same artifact as an earlier candidate) is not another route:
+    it is left out, so "top N" counts N routes."""
     import plotly.graph_objects as go
 
-    sub = df[(df["category"] == ELIGIBLE) & df["speedup"].notna()]
+    sub = df[(df["category"] == ELIGIBLE) & df["speedup"].notna()
+             & (df["state"] != CandidateState.DUPLICATE.value)]
     sub = sub.sort_values("speedup", ascending=False).head(top)
     low = (sub["speedup"] - sub["speedup_ci_low"]).clip(lower=0).fillna(0)
     high = (sub["speedup_ci_high"] - sub["speedup"]).clip(lower=0).fillna(0)
@@ -82,7 +88,8 @@ def speedup_figure(df: pd.DataFrame, *, top: int = 30) -> go.Figure:
     )
     fig.add_hline(y=1.0, line={"dash": "dot", "color": "#7f7f7f"}, annotation_text="default")
     fig.update_xaxes(type="category")
-    return _layout(fig, f"Speedup vs default (top {len(sub)}, 95 % CI)", "candidate", "speedup (x)")
+    return _layout(fig, f"Screening speed-up vs default (top {len(sub)} routes; one process each, "
+                   "not the verdict)", "candidate", "screening speed-up (x)")
 
 
 def history_figure(history: pd.DataFrame, *, max_points: int = 5000) -> go.Figure:

@@ -20,6 +20,7 @@ from gptuner_core.measurement.boundaries import look_rounds
 from gptuner_core.measurement.boundaries import spent
 from gptuner_core.measurement.paired import log_ratio_interval
 from gptuner_core.measurement.paired import signed_rank_k
+from gptuner_core.records.confidence import percent
 
 
 def processes(true_ms: dict[int, float], cv: float, seed: int, *, bimodal: float = 0.0, n: int = 1):
@@ -118,6 +119,10 @@ class TestDecisions:
         assert res.rounds < 10
         assert res.contender(1).estimate.low > 1.01
         assert "route #1 is faster than the default" in res.message
+        # issue 39 item 3: the message names the look's wider interval and the study's own
+        # confidence, the one the headline states (it read "99.71 % CI" beside "95 %")
+        look = res.contender(1).estimate.confidence
+        assert look > 0.95 and f"{percent(0.95)} confidence over every look and route" in res.message
 
     def test_a_slower_route_is_not_faster(self) -> None:
         """A route 8 % slower: "not faster" (its interval's upper end is below 1.01), not merely
