@@ -128,6 +128,9 @@ def pairwise_panel() -> None:
         c = now.result
         show = {"winner": st.success, "failed": st.warning}.get(c.verdict, st.info)
         show(f"**{c.headline()}** — {c.sentence()}")
+        relation = cmp_views.relation_line(snap.meta.get("winner"), c)
+        if relation:
+            st.warning(relation)
         m = st.columns(4)
         m[0].metric(f"Speed-up of #{c.candidate} vs #{c.reference}",
                     "—" if c.speedup is None else f"{c.speedup:.3f}x")

@@ -91,3 +91,37 @@ def no_comparison_line(winner: dict | None, reference: int, candidate: int) -> s
             return (f"#{candidate} was re-validated against #0 by the study itself (the study "
                     "verdict above); no separate comparison of this pair has been run here.")
     return f"#{candidate} has not been re-validated against #{reference} yet."
+
+
+def relation_line(winner: dict | None, comparison: Comparison) -> str | None:
+    """How a comparison of the pair the study verdict decided (a route against the default)
+    relates to that verdict when the two disagree; ``None`` when they agree or are about
+    different pairs. Both stand: two separate measurements, taken at different times."""
+    from gptuner_core.records.confidence import percent
+    from gptuner_core.records.study import Winner
+
+    if not winner or comparison.reference != 0 or comparison.verdict == "failed":
+        return None
+    verdict = Winner.from_json(dict(winner))
+    if verdict.screening:
+        return None
+    if comparison.candidate == verdict.number and verdict.significant:
+        said, speedup, ci = "winner", verdict.speedup, verdict.ci
+    elif comparison.candidate == verdict.best and not verdict.significant:
+        said, speedup, ci = verdict.verdict.value, verdict.best_speedup, verdict.best_ci
+    else:
+        return None
+    if comparison.verdict == said:
+        return None
+    study_est = "—" if speedup is None else f"{speedup:.3f}x"
+    if ci:
+        study_est += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    here = "—" if comparison.speedup is None else f"{comparison.speedup:.3f}x"
+    return (f"This comparison disagrees with the study verdict on the same pair: the study measured "
+            f"#{comparison.candidate} against #0 at {study_est} ({percent(verdict.confidence)} "
+            f"confidence, {verdict.rounds} rounds: {said.replace('_', ' ')}); this separate "
+            f"measurement, taken later, gives {here} after {comparison.rounds} rounds "
+            f"({comparison.verdict.replace('_', ' ')}). Neither replaces the other: the verdict "
+            "above is what the study decided. Two such measurements differ when the machine's "
+            "state changed between them or the rounds were too few: compare again with more "
+            "rounds to settle it.")
