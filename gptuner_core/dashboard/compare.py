@@ -42,7 +42,7 @@ def compare_studies(ws: Path) -> None:
     if len(frames) < 2:
         return
     st.dataframe(comparison_frame(lines), hide_index=True, width="stretch", column_config={
-        "best speed-up": st.column_config.NumberColumn(format="%.3fx"),
+        "screening best speed-up": st.column_config.NumberColumn(format="%.3fx"),
         "default ms": st.column_config.NumberColumn(format="%.4g"),
         "best ms": st.column_config.NumberColumn(format="%.4g"),
     })

@@ -151,9 +151,9 @@ def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
     if pair is None:
         return
     if view == "Contour":
-        colour = st.segmented_control("Colour", ["median latency", "best speed-up"],
+        colour = st.segmented_control("Colour", ["median latency", "best screening speed-up"],
                                       default="median latency", key="res_contour_c")
-        value = "speedup" if colour == "best speed-up" else "median_ms"
+        value = "speedup" if colour == "best screening speed-up" else "median_ms"
         fig = kv.contour_figure(ranked, *pair, value=value, selected=selected(study))
         charts.plotly(fig, key="res_contour")
     else:
@@ -247,7 +247,7 @@ def table_tab(study: Path, ranked: pd.DataFrame, metric: str) -> None:
         hide_index=True, width="stretch", key="res_table", on_select="rerun",
         selection_mode="multi-row",
         column_config={
-            "speedup": st.column_config.NumberColumn(format="%.3fx"),
+            "speedup": st.column_config.NumberColumn("screening speed-up", format="%.3fx"),
             "median_ms": st.column_config.NumberColumn("median (ms)", format="%.4g"),
             "max_loss": st.column_config.NumberColumn(f"max loss ({metric})", format="%.3g"),
         },
@@ -273,9 +273,10 @@ def health_tab(study: Path, snap: Snapshot) -> None:
                        key="res_normalize"):
             st.dataframe(views.normalized_frame(snap.records, baselines), hide_index=True,
                          width="stretch", column_config={
-                             "speedup": st.column_config.NumberColumn(format="%.3fx"),
+                             "speedup": st.column_config.NumberColumn(
+                                 "screening speed-up", format="%.3fx"),
                              "normalized_speedup": st.column_config.NumberColumn(
-                                 "normalized", format="%.3fx"),
+                                 "normalized screening speed-up", format="%.3fx"),
                          })
     else:
         st.caption("The default route was measured once: no drift sentinel in this study "

@@ -236,6 +236,6 @@ def search_curve_figure(curve: Curve, rand: RandomBaseline | None = None, *, aga
     xs = curve.builds if by_builds else curve.seconds
     fig.add_trace(go.Scatter(x=list(xs), y=[scale * v for v in curve.best], mode="lines",
                              line={"shape": "hv", "color": "#d62728"}, name=f"{name}, best so far"))
-    y = "% of the recorded optimum" if fraction else "best speed-up (x)"
+    y = "% of the recorded optimum" if fraction else "best screening speed-up (x)"
     x = "builds" if by_builds else "build seconds"
     return _layout(fig, f"Best so far against {x}", x, y)

@@ -118,7 +118,7 @@ def contour_figure(df: pd.DataFrame, x_knob: str, y_knob: str, *, value: str = "
     import plotly.graph_objects as go
 
     xl, yl, z, n = contour_grid(df, x_knob, y_knob, value=value)
-    what = "best speed-up" if value == "speedup" else "median latency (ms)"
+    what = "best screening speed-up" if value == "speedup" else "median latency (ms)"
     fmt = (lambda v: f"{v:.3f}x") if value == "speedup" else (lambda v: f"{v:.4g} ms")
     text = [[f"{x_knob}={x}<br>{y_knob}={y}<br>" + (f"{what}: {fmt(z[i][j])} (n={n[i][j]})"
                                                     if z[i][j] is not None else "no eligible candidate")

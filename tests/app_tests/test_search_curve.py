@@ -63,7 +63,7 @@ def test_history_draws_the_random_band_for_a_replayed_study(curve_workspace, mon
 def test_history_without_a_recorded_space_has_no_band(finished_workspace, monkeypatch):
     at = _history(finished_workspace, "digits-study", monkeypatch)
     spec = _curve_spec(at)
-    assert "random search" not in spec and "best speed-up (x)" in spec
+    assert "random search" not in spec and "best screening speed-up (x)" in spec
     assert any("Random search's expectation and band appear" in c.value for c in at.caption)
 
 
