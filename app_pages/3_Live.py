@@ -82,9 +82,14 @@ def live_panel() -> None:
         now_status = "starting"
     if now_status != status:
         st.rerun(scope="app")
+    shown = now_status  # "stopping" from the click on: the tuner reads the request between steps
+    if now_status in ("running", "starting", "waiting") and launch.stop_requested(study):
+        shown = "stopping"
     (st.error if now_status == "failed" else st.markdown)(
-        f"**{study.name}** — status: **{now_status}**"
-        + (f" · {s.meta['status_message']}" if s.meta.get("status_message") else ""))
+        f"**{study.name}** — status: **{shown}**"
+        # a run starting (a Resume) has no message of its own yet: the last run's is not shown
+        + (f" · {s.meta['status_message']}" if s.meta.get("status_message")
+           and shown not in ("starting", "stopping") else ""))
     widgets.verdict_banner(s.meta)  # the verdict first, once there is one
     reval_dir = study / "revalidation"
     reval = views.revalidation_progress(
@@ -122,10 +127,14 @@ live_panel()
 c1, c2 = st.columns(2)
 if running:
     if launch.stop_requested(study):
-        c1.info("Stop requested: the tuner stops after the candidate in flight.")
+        c1.info(launch.STOPPING)
     elif c1.button("Stop", key="live_stop", type="secondary"):
-        launch.request_stop(study)
-        st.rerun()
+        try:
+            launch.request_stop(study)
+        except GptunerError as exc:  # it ended between the page's draw and the click
+            c1.info(str(exc))
+        else:
+            st.rerun()  # "stopping" at once, in this rerun
 elif status in views.UNFINISHED:
     if c1.button("Resume", key="live_resume", type="primary"):
         state.put(state.RESUME_ASK, study.name)

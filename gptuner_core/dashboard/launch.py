@@ -77,6 +77,12 @@ def command(study_dir: str | Path, *, resume: bool = False) -> str:
     return cli_command(resume_args(study_dir) if resume else config_argv(study_dir))
 
 
+#: what Live says once Stop was pressed (the tuner reads the request between steps)
+STOPPING = ("Stopping: the tuner stops after the candidate in flight; a re-validation of the "
+            "finalists under way is cut short after its current round (the verdict then says "
+            "so), and Resume re-validates again.")
+
+
 def request_stop(study_dir: str | Path) -> None:
     """Ask the tuner to stop after the candidate in flight (it polls ``STUDY/stop``)."""
     from gptuner_core.engine.process.launch import request_stop as _stop

@@ -31,6 +31,7 @@ def revalidate_winner(
     on_round: Callable[[int, int], None] | None = None,
     *,
     time_left_s: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Winner | None:
     """Sequential interleaved re-validation of the top-K eligible candidates against the
     default, until each is decided or the round budget (``revalidate_rounds``) or the study's
@@ -80,7 +81,7 @@ def revalidate_winner(
         result = revalidate_sequential(
             [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,
             on_round=(lambda done, total, _undecided: on_round(done, total)) if on_round else None,
-            per_route_hint_s=hint,
+            per_route_hint_s=hint, should_stop=should_stop,
         )
     except GptunerError as exc:
         store.add_event("revalidation", {"error": str(exc)})

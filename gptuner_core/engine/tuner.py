@@ -332,6 +332,7 @@ class Tuner:
                 with held(lock, sink):  # every round on one quiet device
                     winner = revalidate_winner(
                         cfg, evaluator, store, history, time_left_s=left,
+                        should_stop=self.ws.stop_requested,  # Stop cuts re-validation short
                         on_round=lambda d, t: sink.report(history, "", "revalidation", None, rounds=(d, t)),
                     )
             except DeviceWaitEnded as exc:  # stopped, or --device-wait spent, before re-validating

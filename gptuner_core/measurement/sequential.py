@@ -58,6 +58,7 @@ from gptuner_core.measurement.verdicts import SequentialResult
 from gptuner_core.measurement.verdicts import Verdict
 from gptuner_core.records.confidence import percent
 from gptuner_core.records.undecided import more_rounds
+from gptuner_core.records.verdict_text import CUT_SHORT
 
 
 def _projected(n: int, iv: LogInterval, threshold: float) -> int | None:
@@ -143,14 +144,14 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     est: dict[int, SpeedupEstimate | None] = res["estimates"]
     adj = f", Bonferroni over {k}" if k > 1 else ""
     how = (f"{rounds} interleaved rounds in fresh processes, {plan.spending} alpha spending{adj}: "
-           f"each look's interval is wider, so as to hold {percent(plan.confidence)} confidence "
-           "over every look and route")
+           f"wider per-look intervals, {percent(plan.confidence)} confidence over every look and route")
     thr = 1.0 + plan.min_effect
     if verdict is Verdict.WINNER:
         return f"route #{winner} is faster than the default: {est[winner]} ({how})"
-    if rounds == 0:
-        return ("inconclusive: the time budget was spent before re-validation could measure a "
-                "round; keeping the default route")
+    if rounds == 0:  # cut short by Stop, or no round fitted the time budget
+        why0 = (f"{CUT_SHORT} before its first round" if res["stop_reason"] == "stopped"
+                else "the time budget was spent before re-validation could measure a round")
+        return f"inconclusive: {why0}; keeping the default route"
     if best is None:
         return (
             "inconclusive: every re-measured candidate failed; keeping the default route"
@@ -161,9 +162,8 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
             f"no route is faster than the default by more than {_pct(plan.min_effect)} "
             f"(best: #{best} {e}; {how}); keeping the default route"
         )
-    why = {"max_rounds": "round budget spent", "max_time": "time budget spent"}.get(
-        res["stop_reason"], res["stop_reason"]
-    )
+    why = {"max_rounds": "round budget spent", "max_time": "time budget spent",
+           "stopped": CUT_SHORT}.get(res["stop_reason"], res["stop_reason"])
     more = more_rounds(res["projected"], not (e is not None and (e.low is None or e.high is None)))
     return (
         f"inconclusive after {rounds} rounds ({why}): best #{best} {e} neither clears "
@@ -229,6 +229,7 @@ def revalidate_sequential(
     on_round: Callable[[int, int, tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     per_route_hint_s: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SequentialResult:
     """Re-measure ``contenders`` against ``default`` in interleaved rounds until each is decided.
 
@@ -249,6 +250,7 @@ def revalidate_sequential(
         per_route_hint_s: one route's measurement, estimated before any round (screening's):
             with ``max_time_s``, a first round that would not finish in time is not started
             (the study's time budget is kept; the verdict is inconclusive after 0 rounds).
+        should_stop: asked before each round; ``True`` (Stop) cuts it short: ``"stopped"``.
 
     Returns:
         A :class:`SequentialResult`; its ``verdict`` is winner / not_faster / inconclusive.
@@ -277,8 +279,8 @@ def revalidate_sequential(
 
     for round_index in range(plan.max_rounds):
         active = [c for c in cands if status[c] == "inconclusive"]
-        if not active:
-            stop_reason = "decided"
+        if not active or (should_stop is not None and should_stop()):
+            stop_reason = "stopped" if active else "decided"
             break
         if plan.max_time_s is not None and (measured_s or per_route_hint_s):
             per_route = float(np.mean(measured_s)) if measured_s else float(per_route_hint_s or 0.0)

@@ -42,6 +42,10 @@ def _rounds(n: int) -> str:
     return f"{n} round{'s' if n != 1 else ''}"
 
 
+#: what a re-validation ended by Stop says (in its message, so in the verdict's sentence too)
+CUT_SHORT = "re-validation cut short by a stop request"
+
+
 def reason(w: Winner) -> str:
     """Why the default is kept, in a few words (``""`` for a winner)."""
     v = w.verdict.value
@@ -88,6 +92,10 @@ def sentence(w: Winner) -> str:
         return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
                 f"re-measured against it in {_rounds(w.rounds)} of fresh processes.")
     lead = _leader(w)
+    if v == "inconclusive" and CUT_SHORT in w.message:
+        done = f" after {_rounds(w.rounds)}" if w.rounds else " before its first round"
+        return (f"No route was shown faster: the {CUT_SHORT}{done}, so the default is kept. "
+                "Resume the study to re-validate again.")
     if v == "inconclusive" and not w.rounds:
         return ("No route was re-measured before the time budget ran out, so the default is kept. "
                 "A larger --time-budget would let re-validation decide.")

@@ -162,3 +162,40 @@ def test_no_page_load_fetches_anything_from_outside(two_studies: Path, browser_p
             _go(page, name)
     assert not outside, outside
     assert not failed, failed
+
+
+def test_stop_shows_stopping_at_once_and_says_what_it_cuts_short(tmp_path: Path,
+                                                                  browser_page) -> None:
+    """Live → Stop on a running study: the status reads "stopping" in the rerun of the click
+    (it stayed "running" for the 54 s the tuner took), and the message says what a re-validation
+    under way does (it said only "after the candidate in flight")."""
+    import subprocess
+
+    from playwright.sync_api import expect
+
+    from gptuner_core.storage import open_store
+    from gptuner_core.testing.synthetic_study import write_synthetic_study
+
+    ws = tmp_path / "ws"
+    study = write_synthetic_study(ws / "running", n=12, seed=3, status="running",
+                                  write_logs=False)
+    import sys
+
+    # a live Python process standing for the tuner (is_running checks the pid's command line)
+    tuner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        with open_store(study) as store:
+            store.set_meta("pid", tuner.pid)
+            store.set_meta("status_message", "")
+        page = browser_page
+        with dashboard_server(ws, log=tmp_path / "streamlit.log") as url:
+            page.goto(f"{url}/Live?study=running")
+            wait_idle(page)
+            expect(page.get_by_text("status: running")).to_be_visible()
+            page.get_by_role("button", name="Stop").click()
+            expect(page.get_by_text("status: stopping")).to_be_visible()
+            expect(page.get_by_text("cut short")).to_be_visible()
+            _no_exception(page)
+    finally:
+        tuner.kill()
+        tuner.wait()

@@ -170,6 +170,27 @@ class TestDecisions:
         assert res.rounds == 3
         assert "inconclusive after 3 rounds (time budget spent)" in res.message
 
+    def test_a_stop_request_cuts_re_validation_short_between_rounds(self) -> None:
+        """Issue 39 item 4: Stop during re-validation ends it at the next round (it ran on for
+        37 s); the message says it was cut short, and a stop before the first round too."""
+        from gptuner_core.records.verdict_text import CUT_SHORT
+
+        done = []
+        res = revalidate_sequential([1], 0, processes({0: 1.0, 1: 1.0}, 0.08, 4),
+                                    SequentialPlan(max_rounds=10),
+                                    on_round=lambda n, _t, _u: done.append(n),
+                                    should_stop=lambda: len(done) >= 2)
+        assert res.rounds == 2 and res.stop_reason == "stopped"
+        assert res.verdict is Verdict.INCONCLUSIVE and CUT_SHORT in res.message
+        res = revalidate_sequential([1], 0, processes({0: 1.0, 1: 1.0}, 0.08, 4),
+                                    SequentialPlan(max_rounds=10), should_stop=lambda: True)
+        assert res.rounds == 0 and CUT_SHORT in res.message
+        assert "time budget" not in res.message
+        from gptuner_core.engine.verdict import from_sequential
+
+        sentence = from_sequential(res).sentence()  # the verdict a page shows first
+        assert "cut short" in sentence and "time budget" not in sentence
+
     def test_rounds_interleave_active_routes_in_a_fresh_order(self) -> None:
         """Each round runs the default and every undecided contender once; order is shuffled and
         seeded; measure_fresh is called exactly in the reported schedule."""
