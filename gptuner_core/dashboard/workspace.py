@@ -46,8 +46,13 @@ def study_dirs(workspace: Path) -> list[Path]:
 
 
 def safe_name(text: str, fallback: str = "study") -> str:
-    """A folder/file name made of letters, digits, ``.``, ``_`` and ``-``."""
-    name = _NAME_RE.sub("-", text.strip()).strip("-.")
+    """A folder/file name made of letters, digits, ``.``, ``_`` and ``-``: accented letters
+    become their plain forms (``Ü`` -> ``U``), other characters and runs of dots a ``-``."""
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    name = re.sub(r"-{2,}", "-", _NAME_RE.sub("-", re.sub(r"\.{2,}", "-", plain.strip())))
+    name = name.strip("-.")
     return name[:80] or fallback
 
 
