@@ -84,6 +84,12 @@ def _load_file(key: str, db: KnobDatabase) -> None:
         st.session_state[k["error"]] = (
             f"expression file '{up.name}': expected UTF-8 text (got binary data)")
         return
+    from gptuner_core.views.builder import file_problem
+
+    problem = file_problem(up.name, text)
+    if problem:
+        st.session_state[k["error"]] = problem
+        return
     st.session_state[k["text"]] = " ".join(tokenize(expression_file_text(text)))
     _sync_pickers(key, db)
 

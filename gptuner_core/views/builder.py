@@ -127,6 +127,21 @@ def _values_text(values: list[str], shown: int = 5) -> str:
     return "|".join(values[:shown]) + more
 
 
+def file_problem(name: str, text: str) -> str | None:
+    """The first line of an expression file that holds a word that is no ``-knob=value`` token
+    and no ``#`` comment, said with the file's name and line (``None`` when every line is fine);
+    the text box's message named the word alone and told to use an expression file."""
+    from gptuner_core.expressions import expression_file_text
+    from gptuner_core.expressions import tokenize
+
+    for i, line in enumerate(text.split("\n"), start=1):
+        kept = expression_file_text(line)
+        if any("=" not in token for token in tokenize(kept)):
+            return (f"expression file '{name}', line {i}: {clip(line.strip(), 80)!r} is not "
+                    "-knob=value tokens; start the line with '#' to keep it as a comment")
+    return None
+
+
 def _problem(text: str, db: KnobDatabase, message: str) -> str:
     from gptuner_core.expressions import parse_term
     from gptuner_core.expressions import split_values

@@ -71,6 +71,15 @@ class TestMessages:
         msg = builder.expression_problem("# note -ort:threads=1", db)
         assert "Invalid expression (no '='): #" in msg and "-knob=value" in msg
 
+    def test_a_stray_line_of_an_expression_file(self, db) -> None:
+        """Issue 39 item 14: 'bogus line here' in an expression file was told "'#' comments
+        belong in expression files": it was one. The hint says how to make it a comment."""
+        msg = builder.file_problem("wrong.txt", "# fine\nbogus line here\n-ort:threads=[0|1]\n")
+        assert "belong in expression files" not in msg
+        assert msg.startswith("expression file 'wrong.txt', line 2: 'bogus line here'")
+        assert "start the line with '#'" in msg
+        assert builder.file_problem("ok.txt", "# c\n-ort:threads=[0|1]  # why\n\n") is None
+
     def test_valid_is_none(self, db) -> None:
         assert builder.expression_problem("-ort:threads=[0|1]", db) is None
 
