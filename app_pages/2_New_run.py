@@ -46,7 +46,8 @@ if db is not None:
     if expr is None:
         expr_problems.append("the tunable expression is empty or invalid (see above)")
 dataset_problem = newrun.check_dataset(backend.fields.get("backend", ""), model.fields["model"],
-                                       model.fields["dataset"])
+                                       model.fields["dataset"],
+                                       shown=model.extra.get("dataset_name"))
 if dataset_problem:
     st.error(dataset_problem)
 

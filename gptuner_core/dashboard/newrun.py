@@ -83,7 +83,8 @@ def model_section(ws: Path) -> Section:
     labels = bool(dataset) and dataset_has_labels(dataset)
     return Section(fields={"model": str(model) if model else "",
                            "dataset": str(dataset) if dataset else None},
-                   problems=tuple(problems), extra={"labels": labels, "name": name or "study"})
+                   problems=tuple(problems), extra={"labels": labels, "name": name or "study",
+                                                    "dataset_name": ds_up.name if ds_up else None})
 
 
 def _trusted_model(saved: Path, name: str) -> tuple[str | None, str | None]:
@@ -118,8 +119,10 @@ def _dataset_fit(backend: str, model: str, model_stamp: int, dataset: str, stamp
     return None
 
 
-def check_dataset(backend: str, model: str, dataset: str | None) -> str | None:
-    """One line when the dataset does not fit the model's inputs (names, rank, dtype)."""
+def check_dataset(backend: str, model: str, dataset: str | None, *,
+                  shown: str | None = None) -> str | None:
+    """One line when the dataset does not fit the model's inputs (names, rank, dtype). An
+    upload is named ``shown``, as the user uploaded it, not by the workspace's hashed copy."""
     if not dataset or not model:
         return None
     from gptuner_core.dashboard.workspace import model_file
@@ -128,8 +131,12 @@ def check_dataset(backend: str, model: str, dataset: str | None) -> str | None:
         model_stamp = model_file(model).stat().st_mtime_ns
         stamp = Path(dataset).stat().st_mtime_ns
     except OSError as exc:
-        return f"dataset '{Path(dataset).name}' does not fit model '{Path(model).name}': {exc}"
-    return _dataset_fit(backend, model, model_stamp, dataset, stamp)
+        problem = f"dataset '{Path(dataset).name}' does not fit model '{Path(model).name}': {exc}"
+    else:
+        problem = _dataset_fit(backend, model, model_stamp, dataset, stamp)
+    if problem and shown:
+        problem = problem.replace(str(dataset), shown).replace(Path(dataset).name, shown)
+    return problem
 
 
 def backend_section(model: str) -> Section:
