@@ -82,7 +82,13 @@ log_text = launch.tail(log, 12000) if log is not None else ""
 if log_text:
     st.code(log_text, language="text")
 else:
-    st.caption(views.trace.no_log_line(rec))
+    original_log = False  # a DUPLICATE's pointer leads to a log, or says there is none
+    original = data.candidate(study, rec.duplicate_of) if rec.duplicate_of is not None else None
+    if original is not None:
+        found, _ = trust.study_file(study, original.log_path, what="candidate log",
+                                    fallback=study / "candidates" / f"{original.number:05d}" / "log.txt")
+        original_log = found is not None and bool(launch.tail(found, 200).strip())
+    st.caption(views.trace.no_log_line(rec, original_has_log=original_log))
 
 st.subheader("Artifact")
 artifact, note = trust.study_file(study, rec.artifact_path, what="artifact")
@@ -115,3 +121,6 @@ for kind, cmd in views.repro_commands(snap.config, rec, study_dir=str(study),
                                       backend_repro=backend_repro).items():
     st.caption(kind)
     st.code(cmd, language="bash")
+st.caption("The `gptuner tune` command measures the default route and this one in a study of its own "
+           "(`…-repro-N`): it prints the route's speed-up against the default. A repro study is "
+           "never the study a page opens by default.")

@@ -224,7 +224,7 @@ class TestTrace:
         cmds = views.repro_commands({"model": "m.onnx", "backend": "onnxruntime"},
                                     rec(2, "-a=1 -b=x", artifact_path="/s/a.onnx"),
                                     study_dir="/w/s", backend_repro={"trtexec": "trtexec ..."})
-        assert cmds["gptuner"] == ("gptuner tune m.onnx --backend onnxruntime --expr '-a=1 -b=x' "
+        assert cmds["gptuner"] == ("gptuner tune m.onnx --backend onnxruntime --expr '-a=[1] -b=[x]' "
                                    "--search full --study /w/s-repro-2")
         assert cmds["trtexec"] == "trtexec ..."
 

@@ -71,7 +71,9 @@ def study_picker(ws: Path, *, label: str = "Study") -> Path | None:
         st.sidebar.selectbox(label, names, index=None, key="_study_picker", on_change=_picked,
                              placeholder="pick a study")
         return None
-    wanted = wanted or names[0]
+    from gptuner_core.views.trace import is_repro
+
+    wanted = wanted or next((n for n in names if not is_repro(n)), names[0])  # never a repro
     if st.session_state.get("_study_picker") != wanted:
         st.session_state["_study_picker"] = wanted
     st.sidebar.selectbox(label, names, key="_study_picker", on_change=_picked)

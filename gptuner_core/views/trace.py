@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import TYPE_CHECKING
 from typing import Any
@@ -175,19 +176,47 @@ def repro_commands(
     route = record.effective_route or record.requested_route
     parts = ["gptuner", "tune", model, "--backend", backend]
     if route:
-        parts += ["--expr", route]
-    # the pinned expression holds one route: full search measures the default (#0) and it
-    # (--max-candidates 1 stopped after the default, never measuring the route itself)
+        parts += ["--expr", repro_expression(route)]
+    # one route, each knob a variable of one value: full search measures the database default
+    # (#0) and the route, so the study prints the route's speed-up against the default (the
+    # route pinned as plain -k=v became its own default: "no winner: keeping the default")
     parts += ["--search", "full"]
     if config.get("dataset"):
         parts += ["--dataset", str(config["dataset"])]
     parts += settings_flags(config)
     parts += ["--study", f"{study_dir.rstrip('/')}-repro-{record.number}"]
     out = {"gptuner": shlex.join(parts)}
-    if record.artifact_path:
+    if record.artifact_path and _kept(record.artifact_path, study_dir):  # none: no checksum
         out["artifact"] = f"sha256sum {shlex.quote(record.artifact_path)}  # expect {record.artifact_sha256 or '?'}"
     out.update(backend_repro or {})
     return out
+
+
+#: a repro study's folder: the study's, ``-repro-`` and the candidate's number
+REPRO_RE = re.compile(r".+-repro-\d+")
+
+
+def is_repro(name: str) -> bool:
+    """Whether study folder ``name`` is a Route trace repro (never a page's default study)."""
+    return REPRO_RE.fullmatch(name) is not None
+
+
+def repro_expression(route: str) -> str:
+    """``-k=v -j=w`` -> ``-k=[v] -j=[w]``: the route as the one route of a space whose
+    default route (each knob's database default) is measured beside it."""
+    terms = []
+    for token in route.split():
+        name, eq, value = token.partition("=")
+        bare = value.startswith("[") and value.endswith("]")
+        terms.append(f"{name}=[{value}]" if eq and not bare else token)
+    return " ".join(terms)
+
+
+def _kept(artifact: str, study_dir: str) -> bool:
+    from pathlib import Path
+
+    path = Path(artifact)
+    return (path if path.is_absolute() else Path(study_dir) / path).exists()
 
 
 #: StudyConfig fields carried by a repro command as plain ``--flag VALUE`` (the gate, the inputs
@@ -244,8 +273,12 @@ def state_line(record: CandidateRecord) -> str:
     return line + (f" — {record.error}" if record.error else "")
 
 
-def no_log_line(record: CandidateRecord) -> str:
-    """Why a candidate has no log to show (never an empty section)."""
+def no_log_line(record: CandidateRecord, *, original_has_log: bool = True) -> str:
+    """Why a candidate has no log to show (never an empty section); a DUPLICATE points at its
+    original's trace only when that one has a log."""
+    if record.duplicate_of is not None and not original_has_log:
+        return (f"#{record.number} has no log of its own: it repeats #{record.duplicate_of}, "
+                f"which kept none either; both builds' lines are in the study's tuner.log.")
     if record.duplicate_of is not None:
         return (f"#{record.number} has no log of its own: it repeats #{record.duplicate_of}, "
                 f"whose log is on its trace.")
