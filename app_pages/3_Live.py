@@ -96,7 +96,7 @@ def live_panel() -> None:
         [p.name for p in reval_dir.iterdir()] if reval_dir.is_dir() else [],
         top_k=int(s.config.get("revalidate_top_k", 3) or 0),
         rounds=int(s.config.get("revalidate_rounds", 5) or 0))
-    prog = views.live_progress(s.meta.get("progress"), n_recorded=len(s.records),
+    prog = views.live_progress(s.meta.get("progress"), n_recorded=views.landed(s.records),
                                status=now_status, revalidation=reval)
     st.progress(prog.fraction, text=prog.text)
     c1, c2, c3, c4 = st.columns(4)

@@ -39,6 +39,7 @@ from gptuner_core.views.studies import UNFINISHED
 from gptuner_core.views.studies import LiveProgress
 from gptuner_core.views.studies import StudySummary
 from gptuner_core.views.studies import effective_status
+from gptuner_core.views.studies import landed
 from gptuner_core.views.studies import live_progress
 from gptuner_core.views.studies import recent_failures
 from gptuner_core.views.studies import revalidation_progress
@@ -81,6 +82,7 @@ __all__ = [
     "knob_frame",
     "layer_diff_frame",
     "layers_frame",
+    "landed",
     "live_progress",
     "overlaid_samples_figure",
     "pareto_mask",

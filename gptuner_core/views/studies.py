@@ -187,6 +187,11 @@ def revalidation_progress(dir_names: Sequence[str], *, top_k: int, rounds: int) 
 UNFINISHED = ("stopped", "interrupted", "failed")
 
 
+def landed(records: Sequence[Any]) -> int:
+    """Candidates that have landed (a result, failed or not): the one in flight is not one."""
+    return sum(1 for r in records if r.state.is_finished())
+
+
 def live_progress(
     progress: Mapping[str, Any] | None,
     *,
@@ -214,7 +219,7 @@ def live_progress(
     if total and done > total:
         text = f"{done} routes (plan of {total} exceeded: resumed or re-planned)"
     else:
-        text = f"{done}/{total} routes" if total else f"{done} routes"
+        text = f"{done}/{total} routes" if total else f"{done} route{'' if done == 1 else 's'}"
     if elapsed is not None:
         text += f" · elapsed {_duration(elapsed)}"
     current = p.get("current")
@@ -228,11 +233,18 @@ def live_progress(
             f" · waited {_duration(waited)} so far" if waited else "")
     if phase == "revalidation":  # the tuner reports its re-validation rounds itself
         eta = "—"
+        screened = text.replace(" routes", " routes screened", 1)
         text = f"re-validating the finalists in fresh processes · {text}"
         if rounds_total:
             done_rounds = int(p.get("rounds_done") or 0)
             phase = f"re-validation round {done_rounds}/{rounds_total}"
             fraction = min(1.0, done_rounds / rounds_total)
+            # the bar is the rounds: say so beside the screening count; the rounds left are the
+            # most it can take (a route decided early ends it sooner), not a time
+            left = max(int(rounds_total) - done_rounds, 0)
+            text = (f"re-validating the finalists in fresh processes: round {done_rounds}/"
+                    f"{rounds_total} · {screened}")
+            eta = f"at most {left} round{'' if left == 1 else 's'}"
         else:
             phase = "re-validation"
     elif status == "running" and phase in ("idle", "—", "") and total and done >= total:

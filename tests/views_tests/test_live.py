@@ -36,3 +36,24 @@ def test_a_study_that_did_not_finish_never_reads_phase_done() -> None:
         p = views.live_progress(meta, status=status)
         assert p.phase == status and p.eta == "—", (status, p)
     assert views.live_progress(meta, status="finished").phase == "done"
+
+
+def test_counts_say_what_landed_and_rounds_say_what_is_left() -> None:
+    """Issue 39 item 10: "1 routes" before anything was measured, and "8/8 routes" beside a bar
+    at 16 % with ETA "—" for ~75 s of re-validation."""
+    assert views.live_progress({"done": 1, "total": None}).text == "1 route"
+    assert views.live_progress({"done": 0, "total": None}).text.startswith("0 routes")
+    p = views.live_progress({"done": 8, "total": 8, "phase": "revalidation", "rounds_done": 1,
+                             "rounds_total": 6}, status="running")
+    assert p.fraction == 1 / 6 and "round 1/6" in p.text and "8/8 routes screened" in p.text
+    assert p.eta == "at most 5 rounds"
+
+
+def test_a_candidate_in_flight_is_not_counted() -> None:
+    """Issue 39 item 10: "2/10 routes" while only #0 had landed (the one in flight counted)."""
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+
+    recs = [CandidateRecord(number=0, requested_route="", state=CandidateState.COMPLETE),
+            CandidateRecord(number=1, requested_route="-a=1", state=CandidateState.RUNNING)]
+    assert views.landed(recs) == 1
