@@ -175,6 +175,17 @@ class TestFigures:
         assert f"top {len(fig.data[0].x)} routes" in title
         assert "screening" in fig.layout.yaxis.title.text
 
+    def test_latency_histograms_are_not_squeezed_by_outliers(self) -> None:
+        """Issue 39 item 12: a few 45 ms outliers squeezed both distributions into 0-1 ms."""
+        rng = np.random.default_rng(0)
+        a = list(rng.normal(0.5, 0.02, 300)) + [45.0, 30.0]
+        b = list(rng.normal(0.6, 0.02, 300)) + [20.0]
+        fig = views.overlaid_samples_figure({"#0": a, "#1": b})
+        low, high = fig.layout.xaxis.range
+        assert high < 1.0 and low > 0.3  # the bulk of both, not the outliers
+        assert "outside" in fig.layout.title.text  # and the clipped samples are counted
+        assert sum(len(t.x) for t in fig.data) == len(a) + len(b)  # nothing dropped
+
     def test_knob_effect_and_histograms(self, records) -> None:
         df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         fig = views.knob_effect_figure(df, "-a")
