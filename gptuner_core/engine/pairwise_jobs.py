@@ -12,8 +12,6 @@ with the study. :func:`latest_job` reads a run back; a run whose process is gone
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,15 +137,13 @@ def launch_pairwise(study_dir: str | Path, a: int, b: int, *, max_rounds: int | 
     folder = run_dir(study_dir, a, b)
     write_progress(folder, PairwiseProgress(reference=a, candidate=b, phase="starting",
                                             max_rounds=max_rounds or 0))
-    with (folder / LOG).open("ab") as log:
-        proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell string
-            revalidate_argv(study_dir, a, b, max_rounds, folder, trusted=trusted),
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    (folder / PID).write_text(str(proc.pid), encoding="utf-8")
+    from gptuner_core.engine.process.launch import start_detached
+
+    pid = start_detached(revalidate_argv(study_dir, a, b, max_rounds, folder, trusted=trusted),
+                         folder / LOG)
+    (folder / PID).write_text(str(pid), encoding="utf-8")
     return read_job(folder) or PairwiseJob(folder=folder, running=True, progress=PairwiseProgress(
-        reference=a, candidate=b, phase="starting", max_rounds=max_rounds or 0, pid=proc.pid))
+        reference=a, candidate=b, phase="starting", max_rounds=max_rounds or 0, pid=pid))
 
 
 def device_holders(study_dir: str | Path) -> tuple:

@@ -67,20 +67,23 @@ def launch_detached(args: list[str], study_dir: str | Path) -> int:
         msg = f"a tuner is already running on '{ws.root}' (pid {read_pid(ws.root)})"
         raise ConfigError(msg)
     ws.clear_stop()
-    with ws.log.open("ab") as log:
+    pid = start_detached(tune_argv(args), ws.log)
+    ws.pid_file.write_text(str(pid), encoding="utf-8")
+    return pid
+
+
+def start_detached(argv: list[str], log: Path) -> int:
+    """Start ``argv`` in its own session, its output appended to ``log``; return its pid.
+
+    The starter (the dashboard's server) is the child's parent: a thread waits for it, so a
+    finished child is reaped at once instead of staying <defunct> until the server exits (a
+    tuner, and a background comparison, issue 39 item 16)."""
+    with log.open("ab") as out:
         proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell string
-            tune_argv(args),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-    ws.pid_file.write_text(str(proc.pid), encoding="utf-8")
-    # the launcher (the dashboard's server) is the tuner's parent: wait for it on a thread, so
-    # a finished tuner is reaped at once instead of staying <defunct> until the server exits
-    threading.Thread(target=proc.wait, name=f"reap-tuner-{proc.pid}", daemon=True).start()
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
     return proc.pid
 
 
