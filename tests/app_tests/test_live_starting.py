@@ -1,0 +1,36 @@
+"""Issue 39 item 11: a run starting (a Resume) showed the last run's message beside "starting"
+("starting · candidate budget reached (8); winner …")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from streamlit.testing.v1 import AppTest
+
+from gptuner_core.dashboard import state
+from gptuner_core.engine.workspace import StudyWorkspace
+from gptuner_core.storage import open_store
+from gptuner_core.testing.synthetic_study import write_synthetic_study
+from tests.app_tests.conftest import APP
+
+
+def test_starting_shows_no_message_of_the_last_run(tmp_path, monkeypatch) -> None:
+    study = write_synthetic_study(tmp_path / "resumed", n=8, write_logs=False)
+    with open_store(study) as store:
+        store.set_meta("status_message", "candidate budget reached (8)")
+    # a live Python process standing for the tuner just launched (its pid file, as launch writes)
+    tuner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        StudyWorkspace(study).pid_file.write_text(str(tuner.pid), encoding="utf-8")
+        monkeypatch.setenv("GPTUNER_WORKSPACE", str(tmp_path))
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.session_state[state.STUDY] = "resumed"
+        at.run()
+        at.switch_page("app_pages/3_Live.py").run()
+        assert not at.exception, at.exception
+        line = next(m.value for m in at.markdown if "status:" in m.value)
+        assert "**starting**" in line and "budget reached" not in line, line
+    finally:
+        tuner.kill()
+        tuner.wait()
