@@ -147,6 +147,8 @@ def render_effects(study: Path, expl: Explanation, *, key: str) -> None:
                 "200 bootstrap resamples)")
     if importance is not None:
         st.dataframe(importance, hide_index=True, width="stretch", key=f"{key}_imp")
+        st.caption(ev.importance_caveat(
+            expl.importance, eligible=sum(r.eligible for r in data.snapshot(study).records)))
     else:
         st.caption("Too few eligible candidates (at least 3) to rank knobs.")
     st.markdown("**Pairwise interactions** (pair speed-up / product of the singles; 1.0 = additive)")

@@ -221,7 +221,8 @@ def importance_tab(study: Path) -> None:
     st.dataframe(ev.importance_frame(expl.importance), hide_index=True, width="stretch",
                  key="res_importance_table")
     st.caption("Share of explained log-latency variance (ridge regression, 200 bootstrap "
-               "resamples), as on Explain.")
+               "resamples), as on Explain. " + ev.importance_caveat(
+                   expl.importance, eligible=sum(r.eligible for r in data.snapshot(study).records)))
 
 
 def table_tab(study: Path, ranked: pd.DataFrame, metric: str) -> None:

@@ -116,6 +116,21 @@ def importance_frame(items: Sequence[KnobImportance]) -> pd.DataFrame:
                         columns=["knob", "importance", "ci_low", "ci_high", "eligible_candidates"])
 
 
+def importance_caveat(items: Sequence[KnobImportance], *, eligible: int) -> str:
+    """From how many routes the importance was ranked (a DUPLICATE, the same build as another
+    candidate, counts once: the header's eligible count includes them) and, when every
+    interval spans more than half of [0, 1], that the ranking is not determined yet."""
+    n = max((i.n for i in items), default=0)
+    line = f"Ranked from {n} distinct eligible routes."
+    if eligible > n:
+        line = (f"Ranked from {n} distinct eligible routes ({eligible - n} eligible candidates "
+                "repeat another's build and count once).")
+    if items and all(i.ci[1] - i.ci[0] > 0.5 for i in items):
+        line += (" Every interval spans most of [0, 1]: with so few routes the ranking is not "
+                 "determined yet; more candidates would narrow it.")
+    return line
+
+
 def interactions_frame(items: Sequence[Interaction]) -> pd.DataFrame:
     import pandas as pd
 

@@ -30,3 +30,4 @@ def test_an_agreeing_or_unrelated_comparison_needs_no_word() -> None:
     assert relation_line(WINNER, _cmp("inconclusive", candidate=2)) is None  # another pair
     assert relation_line(WINNER, _cmp("inconclusive", reference=3)) is None
     assert relation_line(None, _cmp("inconclusive")) is None
+
