@@ -64,6 +64,7 @@ def overview() -> None:
         c3.metric("Stale", int((table["stale"] != "").sum()))
         picked = st.dataframe(
             table, hide_index=True, width="stretch", key="overview_table",
+            column_config={"verdict": st.column_config.TextColumn(width="large")},
             on_select="rerun", selection_mode="single-row",
         )
         rows = picked.selection.rows if picked is not None else []

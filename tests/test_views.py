@@ -186,6 +186,13 @@ class TestFigures:
         assert "outside" in fig.layout.title.text  # and the clipped samples are counted
         assert sum(len(t.x) for t in fig.data) == len(a) + len(b)  # nothing dropped
 
+    def test_overview_puts_the_verdict_beside_the_study(self) -> None:
+        """Issue 39 item 9: the verdict column was cut and the numbers off-screen: the verdict,
+        the counts and the latency come first, the long provenance columns after them."""
+        s = views.study_summary("s", config={}, meta={}, n_finished=3)
+        cols = list(views.studies_frame([s]).columns)
+        assert cols[:5] == ["study", "status", "verdict", "candidates", "best ms"]
+
     def test_knob_effect_and_histograms(self, records) -> None:
         df = views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
         fig = views.knob_effect_figure(df, "-a")

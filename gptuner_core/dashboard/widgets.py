@@ -23,9 +23,22 @@ def page_setup(title: str, icon: str = "⚙️") -> Path:
     state.init()
     state.keep_widgets()
     keep_study_link()
+    st.html(WRAP_METRICS)
     ws = workspace_dir()
     st.sidebar.caption(f"Workspace: `{ws}`")
     return ws
+
+
+#: metrics wrap their value and delta instead of cutting them with "…" (Live's current route
+#: and phase, Results' screening delta lost exactly the words saying it is not the verdict)
+WRAP_METRICS = """<style>
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] *,
+[data-testid="stMetricDelta"], [data-testid="stMetricDelta"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+  overflow-wrap: anywhere;
+}
+[data-testid="stMetricValue"] { font-size: 1.6rem; line-height: 1.25; }
+</style>"""
 
 
 def keep_study_link() -> None:

@@ -150,8 +150,10 @@ def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
                 "message": s.message,
             }
         )
-    cols = ["study", "status", "model", "backend", "search", "candidates", "best ms",
-            "verdict", "stale", "lineage", "message"]
+    # the verdict and the numbers first: after the provenance columns they were cut or
+    # off-screen (issue 39 item 9)
+    cols = ["study", "status", "verdict", "candidates", "best ms", "model", "backend", "search",
+            "stale", "lineage", "message"]
     return pd.DataFrame(rows, columns=cols)
 
 

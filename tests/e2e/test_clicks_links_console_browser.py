@@ -199,3 +199,20 @@ def test_stop_shows_stopping_at_once_and_says_what_it_cuts_short(tmp_path: Path,
     finally:
         tuner.kill()
         tuner.wait()
+
+
+_CUT = """() => [...document.querySelectorAll(
+  '[data-testid="stMetricValue"] *, [data-testid="stMetricDelta"] *')]
+  .filter((e) => e.scrollWidth > e.clientWidth + 1)
+  .map((e) => e.textContent)"""
+
+
+def test_no_metric_is_cut_off(two_studies: Path, browser_page, tmp_path) -> None:
+    """Issue 39 item 9: Results' screening delta "spread 2.516–2.801 · o…" cut exactly the words
+    saying it is not the verdict (and Live's current route and phase): metrics wrap."""
+    page = browser_page
+    with dashboard_server(two_studies, log=tmp_path / "streamlit.log") as url:
+        page.goto(f"{url}/Results?study=alpha")
+        wait_idle(page)
+        assert page.get_by_text("not the verdict").count() >= 1
+        assert page.evaluate(_CUT) == []
