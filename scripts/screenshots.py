@@ -60,6 +60,7 @@ def main() -> int:
     from gptuner_core.testing.dashboard_server import CHROMIUM
     from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
     from gptuner_core.testing.dashboard_server import dashboard_server
+    from gptuner_core.testing.dashboard_server import wait_idle
 
     with tempfile.TemporaryDirectory() as tmp:
         ws = args.workspace
@@ -78,13 +79,9 @@ def main() -> int:
             for name, (path, heading) in PAGES.items():
                 page.goto(f"{url}/{path}")
                 expect(page.get_by_role("heading", name=heading).first).to_be_visible()
-                page.wait_for_timeout(2500)  # let charts finish drawing
-                # wait until Streamlit has finished the script run (no "Running..." widget left)
-                page.wait_for_function(
-                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                    timeout=60_000,
-                )
-                page.wait_for_timeout(1000)
+                # the run over, nothing stale or still to draw (the Overview table, the
+                # explorer's builder were shot half-drawn after a fixed wait)
+                wait_idle(page)
                 page.screenshot(path=str(args.out / name))
                 print(f"wrote {args.out / name}")
             if (ws / "torch_h200").is_dir():
