@@ -133,9 +133,14 @@ def _knob_pair(study: Path, ranked: pd.DataFrame) -> tuple[str, str] | None:
     return x, y
 
 
-def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
-    """Contour, Rank and Slice (``views.knob_views``) with the shared selection highlighted."""
+def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame, *,
+                   epsilon: float | None = None) -> None:
+    """Contour, Rank and Slice (``views.knob_views``) with the shared selection highlighted;
+    each figure built once per store revision, ε, knobs and selection (Contour took 3.4 s of
+    every visit)."""
     from gptuner_core.views import knob_views as kv
+
+    chosen = tuple(selected(study))
 
     if view == "Slice":
         take_selection(study, "res_slice")
@@ -143,8 +148,9 @@ def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
         if not views.knob_columns(ranked):
             st.info("No knob takes more than one value among these candidates.")
             return
-        charts.plotly(kv.slice_grid_figure(ranked, selected=selected(study)), key="res_slice",
-                        on_select="rerun", selection_mode=SELECT_MODES)
+        fig = data.derived("res_slice", study, (epsilon, tuple(selected(study))),
+                           lambda: kv.slice_grid_figure(ranked, selected=selected(study)))
+        charts.plotly(fig, key="res_slice", on_select="rerun", selection_mode=SELECT_MODES)
         return
     selection_bar(study)
     pair = _knob_pair(study, ranked)
@@ -154,10 +160,13 @@ def knob_views_tab(view: str, study: Path, ranked: pd.DataFrame) -> None:
         colour = st.segmented_control("Colour", ["median latency", "best screening speed-up"],
                                       default="median latency", key="res_contour_c")
         value = "speedup" if colour == "best screening speed-up" else "median_ms"
-        fig = kv.contour_figure(ranked, *pair, value=value, selected=selected(study))
+        fig = data.derived("res_contour", study, (epsilon, chosen, pair, value),
+                           lambda: kv.contour_figure(ranked, *pair, value=value, selected=chosen))
         charts.plotly(fig, key="res_contour")
     else:
-        charts.plotly(kv.rank_figure(ranked, *pair, selected=selected(study)), key="res_rank")
+        fig = data.derived("res_rank", study, (epsilon, chosen, pair),
+                           lambda: kv.rank_figure(ranked, *pair, selected=chosen))
+        charts.plotly(fig, key="res_rank")
 
 
 def knob_tab(ranked: pd.DataFrame) -> None:
@@ -301,10 +310,12 @@ def render_tabs(study: Path, snap: Snapshot, ranked: pd.DataFrame, *, epsilon: f
         knob_tab(ranked)
     elif view == "Parallel coordinates":
         selection_bar(study)
-        charts.plotly(parallel_coordinates_figure(ranked, selected=selected(study)),
+        chosen = tuple(selected(study))  # built once per revision, ε and selection (it took 4.3 s)
+        charts.plotly(data.derived("res_parcoords", study, (epsilon, chosen),
+                                   lambda: parallel_coordinates_figure(ranked, selected=chosen)),
                       key="res_parcoords")
     elif view in ("Contour", "Rank", "Slice"):
-        knob_views_tab(view, study, ranked)
+        knob_views_tab(view, study, ranked, epsilon=epsilon)
     elif view == "Timeline":
         timeline_tab(study, snap)
     elif view == "Latency EDF":
