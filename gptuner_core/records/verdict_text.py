@@ -51,6 +51,8 @@ def reason(w: Winner) -> str:
     v = w.verdict.value
     if v == "winner":
         return ""
+    if v == "inconclusive" and CUT_SHORT in w.message:
+        return f"{CUT_SHORT} after {_rounds(w.rounds)}" if w.rounds else CUT_SHORT
     if v == "inconclusive":
         return f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
     if v == "not_faster":
@@ -94,8 +96,8 @@ def sentence(w: Winner) -> str:
     lead = _leader(w)
     if v == "inconclusive" and CUT_SHORT in w.message:
         done = f" after {_rounds(w.rounds)}" if w.rounds else " before its first round"
-        return (f"No route was shown faster: the {CUT_SHORT}{done}, so the default is kept. "
-                "Resume the study to re-validate again.")
+        return (f"No route was shown faster: re-validation was cut short by a stop request{done}, "
+                "so the default is kept. Resume the study to re-validate again.")
     if v == "inconclusive" and not w.rounds:
         return ("No route was re-measured before the time budget ran out, so the default is kept. "
                 "A larger --time-budget would let re-validation decide.")

@@ -188,8 +188,9 @@ class TestDecisions:
         assert "time budget" not in res.message
         from gptuner_core.engine.verdict import from_sequential
 
-        sentence = from_sequential(res).sentence()  # the verdict a page shows first
-        assert "cut short" in sentence and "time budget" not in sentence
+        verdict = from_sequential(res)  # what a page shows first: headline and sentence
+        assert "cut short" in verdict.sentence() and "time budget" not in verdict.sentence()
+        assert CUT_SHORT in verdict.headline()
 
     def test_rounds_interleave_active_routes_in_a_fresh_order(self) -> None:
         """Each round runs the default and every undecided contender once; order is shuffled and
