@@ -185,12 +185,13 @@ def revalidation_failed(best: CandidateRecord, error: str) -> Winner:
     )
 
 
-def from_sequential(result: Any) -> Winner:
+def from_sequential(result: Any, ties: Any = None) -> Winner:
     """The Winner for a :class:`gptuner_core.measurement.SequentialResult`.
 
     A winner's ``best`` is itself; otherwise ``best`` is the leading contender with ITS OWN
     re-validated estimate (a Winner once read ``"number": 5 ... "best": 2, "best_speedup":
-    2.1089``: #5's speed-up under #2's number)."""
+    2.1089``: #5's speed-up under #2's number). ``ties`` (a :class:`~gptuner_core.engine.ties.TieOrder`)
+    words a tie between winners: which was named, and by which step of the rule."""
     def estimate(number: int | None) -> Any:
         return result.contender(number).estimate if number is not None else None
 
@@ -204,6 +205,11 @@ def from_sequential(result: Any) -> Winner:
         confidence=result.plan.confidence, min_effect=result.plan.min_effect,
     )
     if result.winner is not None and est is not None:
-        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=est.ci, **common)
+        tied = tuple(getattr(result, "tied", ()))
+        tie = ties.reason(result.winner, tied, result.plan.min_effect) if ties is not None else (
+            f"ties with {', '.join(f'#{n}' for n in tied)} within {result.plan.min_effect * 100:.3g}%"
+            if tied else "")
+        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=est.ci,
+                      tied=tied, tie=tie, **common)
     kind = Verdict.INCONCLUSIVE if result.verdict.value == "inconclusive" else Verdict.NOT_FASTER
     return Winner(verdict=kind, number=result.default, speedup=1.0, ci=None, **common)

@@ -144,7 +144,12 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
     how = f"{rounds} interleaved rounds in fresh processes, {plan.spending} alpha spending{adj}"
     thr = 1.0 + plan.min_effect
     if verdict is Verdict.WINNER:
-        return f"route #{winner} is faster than the default: {est[winner]} ({how})"
+        tie = ""
+        if res["tied"]:
+            others = " and ".join(f"#{c}" for c in res["tied"])
+            tie = (f"; {others} {'ties' if len(res['tied']) == 1 else 'tie'} with it within "
+                   f"{_pct(plan.min_effect)} (the rounds do not separate them)")
+        return f"route #{winner} is faster than the default: {est[winner]} ({how}){tie}"
     if rounds == 0:
         return ("inconclusive: the time budget was spent before re-validation could measure a "
                 "round; keeping the default route")
@@ -216,6 +221,32 @@ def slower_than_leader(
     return out
 
 
+def tie_group(
+    medians: dict[int, list[float | None]],
+    winners: Sequence[int],
+    estimates: dict[int, SpeedupEstimate | None],
+    alpha: float,
+    plan: SequentialPlan,
+) -> list[int]:
+    """The winners the rounds do not separate from the leading one (highest point speed-up),
+    the leader included. A winner is separated when the leader is faster than it as a winner is
+    faster than the default: the leader-over-it interval, paired round by round at the level
+    ``alpha``, lies above ``1 + min_effect``. Otherwise (the interval within +-min_effect, or
+    undecided) the two tie, and which of them has the larger point estimate is timing noise: the
+    caller names one by a fixed order instead. A finalist significantly faster than every other
+    is a group of one, so it is still named for its speed."""
+    leader = max(winners, key=lambda c: (estimates[c].point if estimates[c] else 0.0, -c))
+    threshold = math.log(1.0 + plan.min_effect)
+    group = [leader]
+    for c in winners:
+        if c == leader:
+            continue
+        iv, _ = paired_interval(medians, c, leader, alpha, plan.method)  # the leader over c
+        if iv.low is None or iv.low <= threshold:
+            group.append(c)
+    return group
+
+
 def revalidate_sequential(
     contenders: Sequence[int],
     default: int,
@@ -226,6 +257,7 @@ def revalidate_sequential(
     on_round: Callable[[int, int, tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     per_route_hint_s: float | None = None,
+    prefer: Callable[[int], Any] | None = None,
 ) -> SequentialResult:
     """Re-measure ``contenders`` against ``default`` in interleaved rounds until each is decided.
 
@@ -246,6 +278,9 @@ def revalidate_sequential(
         per_route_hint_s: one route's measurement, estimated before any round (screening's):
             with ``max_time_s``, a first round that would not finish in time is not started
             (the study's time budget is kept; the verdict is inconclusive after 0 rounds).
+        prefer: ``number -> key`` (smaller first), the documented order that names one route
+            among winners the rounds do not separate (:func:`tie_group`); ``None``: the lower
+            number. Timing noise decides nothing there: see :func:`tie_group`.
 
     Returns:
         A :class:`SequentialResult`; its ``verdict`` is winner / not_faster / inconclusive.
@@ -365,7 +400,12 @@ def revalidate_sequential(
     scored = [c for c in cands if estimates[c] is not None and status[c] != "failed"]
     best = max(scored, key=lambda c: (estimates[c].point, -c)) if scored else None
     winners = [c for c in cands if status[c] == "winner"]
-    winner = max(winners, key=lambda c: (estimates[c].point, -c)) if winners else None
+    winner, tied = None, ()
+    if winners:
+        last_look = max((k for k in looks if k <= rounds), default=looks[0])
+        group = tie_group(medians, winners, estimates, alphas[last_look], plan)
+        winner = min(group, key=lambda c: (prefer(c) if prefer is not None else (), c))
+        tied = tuple(sorted(c for c in group if c != winner))
     if winner is not None:
         verdict = Verdict.WINNER
     elif any(s == "not_faster" for s in status.values()) and all(
@@ -379,14 +419,15 @@ def revalidate_sequential(
         projected = max(p for p in projections if p is not None)
     message = _message(
         {"verdict": verdict, "winner": winner, "best": best, "rounds": rounds,
-         "estimates": estimates, "stop_reason": stop_reason, "projected": projected},
+         "estimates": estimates, "stop_reason": stop_reason, "projected": projected,
+         "tied": tied},
         plan, len(cands),
     )
     return SequentialResult(
         verdict=verdict, winner=winner, best=best, default=default, contenders=tuple(verdicts),
         rounds=rounds, looks=tuple(k for k in looks if k <= rounds), stop_reason=stop_reason,
         plan=plan, message=message, elapsed_s=clock() - t0, projected_rounds=projected,
-        schedule=tuple(order), round_medians={r: tuple(v) for r, v in medians.items()},
+        tied=tied, schedule=tuple(order), round_medians={r: tuple(v) for r, v in medians.items()},
         default_regimes=detect_regimes(
             [m for m in medians[default] if m is not None], route=default
         ),

@@ -63,7 +63,8 @@ def headline(w: Winner) -> str:
     if w.verdict.value == "winner":
         rounds = f", after {_rounds(w.rounds)}" if w.rounds else ""
         ci = f" {_ci(w.ci)}" if w.ci else ""
-        return f"winner: route #{w.number}, {_x(w.speedup)} faster{ci}{rounds}"
+        tie = f" ({w.tie})" if w.tie else ""
+        return f"winner: route #{w.number}, {_x(w.speedup)} faster{ci}{rounds}{tie}"
     if w.verdict.value == "not_revalidated" and w.number:
         return (f"screening pick (not re-validated): route #{w.number}, {_x(w.speedup)} "
                 f"{_ci(w.ci)}").rstrip()
@@ -85,8 +86,14 @@ def sentence(w: Winner) -> str:
     v = w.verdict.value
     if v == "winner":
         ci = f" ({_ci(w.ci)} with {conf} confidence)" if w.ci else ""
+        tie = ""
+        if w.tied:
+            others = " and ".join(f"#{n}" for n in w.tied)
+            tie = (f" {others} {'is' if len(w.tied) == 1 else 'are'} as fast within "
+                   f"{_pct(w.min_effect)}: the rounds do not separate them, so the tie is named "
+                   f"by a fixed rule ({w.tie.rpartition('(')[2].rstrip(')') or 'lower number'} first).")
         return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
-                f"re-measured against it in {_rounds(w.rounds)} of fresh processes.")
+                f"re-measured against it in {_rounds(w.rounds)} of fresh processes.{tie}")
     lead = _leader(w)
     if v == "inconclusive" and not w.rounds:
         return ("No route was re-measured before the time budget ran out, so the default is kept. "

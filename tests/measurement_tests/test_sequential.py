@@ -329,3 +329,43 @@ class TestBoundaries:
         assert iv.low < iv.centre < iv.high
         few = log_ratio_interval([0.1, 0.2, 0.1, 0.15], 0.05, "rank")
         assert few.low is None and "cannot reach" in few.note
+
+
+class TestTiedFinalists:
+    """Two finalists that both beat the default and that the rounds cannot separate: the named
+    one must not be whichever timing noise put ahead (issue 38: re-running a study named the
+    other route)."""
+
+    TIE = {0: 1.0, 1: 0.5, 2: 0.5}
+
+    def test_a_tie_names_the_same_route_whatever_the_noise(self) -> None:
+        named, leaders = set(), set()
+        for seed in range(12):
+            res = revalidate_sequential([1, 2], 0, processes(self.TIE, 0.05, seed), SequentialPlan(),
+                                        seed=seed, prefer=lambda n: {1: (1,), 2: (0,)}[n])
+            assert res.verdict is Verdict.WINNER
+            named.add(res.winner)
+            leaders.add(max((1, 2), key=lambda c: res.contender(c).estimate.point))
+            assert res.tied == (1,), res.message
+            assert "#1 ties with it within 1%" in res.message
+        assert named == {2}  # the preferred one, every time
+        assert leaders == {1, 2}  # while the larger point estimate flipped between repeats
+
+    def test_without_an_order_the_lower_number_is_named(self) -> None:
+        for seed in range(6):
+            res = revalidate_sequential([2, 1], 0, processes(self.TIE, 0.05, seed), SequentialPlan(),
+                                        seed=seed)
+            assert (res.winner, res.tied) == (1, (2,))
+
+    def test_a_clearly_faster_finalist_is_named_for_its_speed(self) -> None:
+        """#1 is 2x the default, #2 1.25x: #1 is named although the order prefers #2."""
+        for seed in range(6):
+            res = revalidate_sequential(
+                [1, 2], 0, processes({0: 1.0, 1: 0.5, 2: 0.8}, 0.03, seed),
+                SequentialPlan(stop_at_winner=False), seed=seed,
+                prefer=lambda n: {1: (1,), 2: (0,)}[n])
+            assert (res.winner, res.tied) == (1, ())
+
+    def test_the_tie_survives_the_store(self) -> None:
+        res = revalidate_sequential([1, 2], 0, processes(self.TIE, 0.05, 3), SequentialPlan(), seed=3)
+        assert SequentialResult.from_json(json.loads(json.dumps(res.to_json()))).tied == res.tied
