@@ -15,6 +15,10 @@ sample) is far wider than the precision one process reaches. So a round's proces
 screening's precision target but a quarter of its sample and time caps (``max_time_s`` 10 s ->
 2.5 s): under load, where a process never reaches the target, a round no longer costs the
 whole screening budget per route.
+
+A round measures the screened candidate or nothing: each process reports the identity of what it
+ran (the sha256 of the code Inductor compiled there, or of the artifact), and a process whose
+identity differs from the screened build's is refused (:func:`round_samples`).
 """
 
 from __future__ import annotations
@@ -107,5 +111,11 @@ def round_samples(
     res = measure_round(evaluator, record, purpose)
     if not res.ok or not res.samples_ms:
         msg = f"re-measurement of {who} failed ({res.error or 'no samples'}; see {see or purpose}/log.txt)"
+        raise BackendError(msg)
+    screened = record.artifact_sha256
+    if res.sha256 and screened and res.sha256 != screened:
+        msg = (f"re-measurement of {who} refused: its process ran other code than the screened "
+               f"build (identity {res.sha256[:12]}, screened {screened[:12]}; a recompile chose "
+               f"other kernels, or the artifact changed; see {see or purpose}/log.txt)")
         raise BackendError(msg)
     return list(res.samples_ms)

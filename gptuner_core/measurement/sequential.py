@@ -267,10 +267,10 @@ def revalidate_sequential(
         measure_fresh: ``(number, round_index) -> samples_ms`` measuring that route in a fresh
             process. A :class:`~gptuner_core.errors.GptunerError` drops a contender (status
             ``"failed"``); for the default it propagates. Its optional ``prefetch`` attribute
-            gets each round's ``[(number, round_index), ...]`` in order before the round runs,
-            then the next round's as it will be if no contender is decided meanwhile (its
-            processes load while this round measures; one for a route decided meanwhile is
-            never measured).
+            gets, before each round runs, ``[(number, round_index), ...]``: the round's order,
+            then every later round's as it will be if no contender is decided meanwhile (the
+            caller starts as many of those processes as it has room for, so they load while
+            earlier rounds measure; one for a route decided meanwhile is never measured).
         plan: a :class:`SequentialPlan` (defaults: 1 % min-effect, 95 %, 3..20 rounds, Pocock).
         seed: seed of the per-round random order.
         on_round: called after each round with ``(rounds_done, max_rounds, undecided)``.
@@ -321,11 +321,11 @@ def revalidate_sequential(
         this = tuple(int(routes[i]) for i in rng.permutation(len(routes)))
         order.append(this)
         hint = getattr(measure_fresh, "prefetch", None)  # start the round's processes together
-        if hint is not None:
-            hint([(number, round_index) for number in this])
-            if round_index + 1 < plan.max_rounds:  # and the next round's, should nothing be decided
-                ahead = copy.deepcopy(rng)  # the same draw the next round makes with these routes
-                hint([(int(routes[i]), round_index + 1) for i in ahead.permutation(len(routes))])
+        if hint is not None:  # and the later rounds', should nothing be decided meanwhile
+            ahead = copy.deepcopy(rng)  # the same draws the later rounds make with these routes
+            hint([(number, round_index) for number in this] + [
+                (int(routes[i]), later) for later in range(round_index + 1, plan.max_rounds)
+                for i in ahead.permutation(len(routes))])
         for r in medians:
             medians[r].append(None)
         for number in this:
