@@ -95,7 +95,7 @@ def revalidate_winner(
     root = getattr(getattr(getattr(evaluator, "ctx", None), "workspace", None), "root", None)
     times = round_times(Path(root)) if root is not None else []
     store.add_event("revalidation", {**result.to_json(), **({"round_times": times} if times else {})})
-    return verdict.from_sequential(result, ties)
+    return verdict.too_busy(verdict.from_sequential(result, ties), history)
 
 
 def check_output_path(output: str) -> None:

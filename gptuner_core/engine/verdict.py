@@ -213,3 +213,22 @@ def from_sequential(result: Any, ties: Any = None) -> Winner:
                       tied=tied, tie=tie, **common)
     kind = Verdict.INCONCLUSIVE if result.verdict.value == "inconclusive" else Verdict.NOT_FASTER
     return Winner(verdict=kind, number=result.default, speedup=1.0, ci=None, **common)
+
+
+#: an undecided verdict is called "too busy to decide" when other programs ran beside more than
+#: this share of the measurements (measurement health's busy-CPU warning threshold)
+BUSY_SHARE = 0.2
+
+
+def too_busy(winner: Winner, history: Sequence[CandidateRecord]) -> Winner:
+    """``winner`` with ``busy_share`` set when it is undecided and the machine was busy: other
+    programs ran beside more than :data:`BUSY_SHARE` of the candidates' measurements (telemetry
+    ``busy``). The verdict line then says the machine was too busy to decide, and what to do,
+    before the round count (issue 41: "about 1505 more rounds" was the wrong advice there)."""
+    if winner.verdict is not Verdict.INCONCLUSIVE:
+        return winner
+    measured = [r for r in history if r.latency is not None]
+    if not measured:
+        return winner
+    share = sum(1 for r in measured if r.telemetry.get("busy")) / len(measured)
+    return dataclasses.replace(winner, busy_share=round(share, 3)) if share > BUSY_SHARE else winner

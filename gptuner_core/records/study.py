@@ -136,6 +136,9 @@ class Winner:
     tied: tuple[int, ...] = ()
     #: ``"#4 and #5 tie within 1%: #4 is named (smaller accuracy loss)"`` (``""``: no tie)
     tie: str = ""
+    #: an undecided verdict on a busy machine: the share of measurements other programs ran
+    #: beside (``None``: not too busy to decide; see ``engine.verdict.too_busy``)
+    busy_share: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -178,6 +181,7 @@ class Winner:
             "min_effect": self.min_effect,
             "tied": list(self.tied),
             "tie": self.tie,
+            "busy_share": self.busy_share,
         }
 
     @classmethod
@@ -205,4 +209,5 @@ class Winner:
             min_effect=float(data.get("min_effect") if data.get("min_effect") is not None else 0.01),
             tied=tuple(int(n) for n in data.get("tied") or ()),
             tie=str(data.get("tie") or ""),
+            busy_share=data.get("busy_share"),
         )

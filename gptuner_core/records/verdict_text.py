@@ -48,7 +48,8 @@ def reason(w: Winner) -> str:
     if v == "winner":
         return ""
     if v == "inconclusive":
-        return f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
+        undecided = f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
+        return f"{too_busy(w)}; {undecided}" if w.busy_share is not None else undecided
     if v == "not_faster":
         return f"no route is faster by more than {_pct(w.min_effect)}"
     if v == "default_only":
@@ -56,6 +57,13 @@ def reason(w: Winner) -> str:
     if v == "not_revalidated":
         return "nothing cleared the screening, which was not re-validated"
     return "re-validation failed"
+
+
+def too_busy(w: Winner) -> str:
+    """``the machine was too busy to decide (...): close them and run it again`` (see
+    ``engine.verdict.too_busy``)."""
+    return (f"the machine was too busy to decide (other programs ran during "
+            f"{_pct(w.busy_share or 0.0)} of the measurements): close them and run it again")
 
 
 def headline(w: Winner) -> str:
@@ -101,6 +109,8 @@ def sentence(w: Winner) -> str:
     if v == "inconclusive":
         first = (f"No route was shown faster after {_rounds(w.rounds)} of re-measurement, "
                  "so the default is kept")
+        if w.busy_share is not None:
+            first = f"{too_busy(w)[0].upper()}{too_busy(w)[1:]}. {first}"
         if lead:
             first += (f": the closest, {lead} with {conf} confidence, neither clears {thr} "
                       "nor rules it out")
