@@ -71,7 +71,9 @@ def record_split(workdir: Path, res: ChildResult) -> None:
 def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, float]]:
     """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
     each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
-    ``measure``, ``total``; ``wall``: first request to last result of the round."""
+    ``measure``, ``total``; ``span``: first request to last result of the round (its processes
+    may have started rounds ahead); ``wall``: what the round added to the re-validation, from the
+    later of its first request and the previous round's last result to its last result."""
     rounds: dict[int, dict[str, float]] = {}
     for path in sorted((root / folder).glob(f"*/{SPLIT}")):
         m = _ROUND.search(path.parent.name)
@@ -90,10 +92,14 @@ def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, floa
             row["begin"] = min(row.get("begin", split["begin"]), split["begin"])
             row["end"] = max(row.get("end", split["end"]), split["end"])
     out = [rounds[k] for k in sorted(rounds)]
+    last_end = None
     for row in out:
         row["total"] = round(row["startup"] + row["compile"] + row["measure"], 3)
-        if "begin" in row:  # the round's wall time (its processes may have overlapped)
-            row["wall"] = round(row.pop("end") - row.pop("begin"), 3)
+        if "begin" in row:  # processes start ahead (round_prefetch): a round adds the time from
+            begin, end = row.pop("begin"), row.pop("end")  # its start or the previous round's end
+            row["span"] = round(end - begin, 3)
+            row["wall"] = round(end - max(begin, last_end if last_end is not None else begin), 3)
+            last_end = end
     return out
 
 
