@@ -190,8 +190,8 @@ def from_sequential(result: Any, ties: Any = None) -> Winner:
 
     A winner's ``best`` is itself; otherwise ``best`` is the leading contender with ITS OWN
     re-validated estimate (a Winner once read ``"number": 5 ... "best": 2, "best_speedup":
-    2.1089``: #5's speed-up under #2's number). ``ties`` (a :class:`~gptuner_core.engine.ties.TieOrder`)
-    words a tie between winners: which was named, and by which step of the rule."""
+    2.1089``: #5's speed-up under #2's number). ``ties`` (a :class:`~gptuner_core.engine.ties.TieOrder`,
+    the one the re-validation named by; ``None``: the lower number) words a tie between winners."""
     def estimate(number: int | None) -> Any:
         return result.contender(number).estimate if number is not None else None
 
@@ -205,10 +205,10 @@ def from_sequential(result: Any, ties: Any = None) -> Winner:
         confidence=result.plan.confidence, min_effect=result.plan.min_effect,
     )
     if result.winner is not None and est is not None:
-        tied = tuple(getattr(result, "tied", ()))
-        tie = ties.reason(result.winner, tied, result.plan.min_effect) if ties is not None else (
-            f"ties with {', '.join(f'#{n}' for n in tied)} within {result.plan.min_effect * 100:.3g}%"
-            if tied else "")
+        from gptuner_core.engine.ties import TieOrder
+
+        tied = tuple(result.tied)
+        tie = (ties or TieOrder({})).reason(result.winner, tied, result.plan.min_effect)
         return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=est.ci,
                       tied=tied, tie=tie, **common)
     kind = Verdict.INCONCLUSIVE if result.verdict.value == "inconclusive" else Verdict.NOT_FASTER
