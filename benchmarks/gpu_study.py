@@ -19,6 +19,16 @@ measure, the winner and verdict; then the ratio. It measures; it asserts nothing
 
     unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/pyc PYTHONPATH=$PWD
     python3 benchmarks/gpu_study.py --dir /tmp/gs --modes new,old --build-workers 5
+    python3 benchmarks/gpu_study.py --dir /tmp/gs --build-workers 7 --json gs.jsonl \
+        --plan vit_b_16:new,vit_b_16:new,vit_b_16:new,convnext_tiny:new,resnet50:new,resnet50:old
+    python3 benchmarks/gpu_study.py --summarize gs.jsonl
+
+``--plan`` runs torchvision models (``benchmarks/torchvision_models.py``: ResNet-50 b32,
+ConvNeXt-Tiny b16, ViT-B/16 b8) over issue 38's 6 routes (:data:`EXPR6`, the best two
+re-validated in 4 rounds); each row adds the named route's tie (if any), processes refused for
+running other code than the screened build, and the study's limit (:func:`limit_s`); the summary
+gives, per model, the old/new wall ratio, the new mode's wall over its limit and whether every
+run named the same route.
 
 Without ``-- TUNE_ARGS`` it tunes ResNet-50 (``benchmarks/resnet50_model.py``, random weights,
 batch 32) over 8 routes: ``-torch:mode=[default|reduce-overhead]
@@ -45,6 +55,27 @@ ENV = {
     "old": {"GPTUNER_START_METHOD": "spawn", "GPTUNER_OVERLAP": "off"},
     "new": {"GPTUNER_START_METHOD": "auto", "GPTUNER_OVERLAP": "on"},
 }
+
+
+#: issue 38's study: 6 routes, the best two re-validated against the default in 4 rounds
+EXPR6 = "-torch:mode=[default|reduce-overhead] -torch:precision=[fp32|bf16|fp16]"
+
+
+def model_tune_args(folder: Path, device: str, name: str) -> list[str]:
+    """A torchvision model of ``benchmarks/torchvision_models.py`` over :data:`EXPR6`."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from torchvision_models import MODELS
+    from torchvision_models import write_dataset
+
+    data = folder / f"{name}.npz"
+    if not data.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        write_dataset(str(data), name)
+    return [f"{ROOT / 'benchmarks' / 'torchvision_models.py'}:{name}", "--backend", "torch",
+            "--backend-option", f"device={device}", "--expr", EXPR6, "--search", "full",
+            "--dataset", str(data), "--batch-size", str(MODELS[name][1]), "--metric", "cos",
+            "--epsilon", "0.05", "--revalidate-top-k", "2", "--revalidate-rounds", "4",
+            "--measure-option", "max_time_s=3"]
 
 
 def default_tune_args(folder: Path, device: str) -> list[str]:
@@ -76,7 +107,18 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def summary(mode: str, study: Path, wall: float, busy, start: float, end: float) -> dict:
+def limit_s(recs, rounds, workers: int) -> dict:
+    """The study's limit: max(build CPU seconds / build workers, screening measurement seconds)
+    + re-validation measurement seconds (what no scheduling can beat on this machine)."""
+    build = sum(r.build_time_s or 0.0 for r in recs)
+    screen = sum(r.measure_time_s or 0.0 for r in recs)
+    reval = sum(float(r.get("measure", 0.0)) for r in rounds)
+    return {"limit_s": round(max(build / max(workers, 1), screen) + reval, 1),
+            "limit_parts": {"build_cpu_s": round(build, 1), "build_workers": workers,
+                            "screening_measure_s": round(screen, 1), "revalidation_measure_s": round(reval, 1)}}
+
+
+def summary(mode: str, study: Path, wall: float, busy, start: float, end: float, workers: int = 1) -> dict:
     from gptuner_core.engine.rounds import round_times
     from gptuner_core.storage import open_store
 
@@ -107,8 +149,44 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float)
         "round_wall_s_median": _median([r["wall"] for r in rounds if "wall" in r]),
         "winner": best.requested_route if best else None,
         "speedup": winner.speedup if winner else None,
+        "ci": list(winner.ci) if winner and winner.ci else None,
         "verdict": winner.verdict.value if winner and winner.verdict else None,
+        "headline": winner.headline() if winner else None,
+        "tie": winner.tie if winner else "",
+        "refused": [c.get("error") for e in events for c in e.get("contenders", [])
+                    if "other code than the screened build" in (c.get("error") or "")],
+        **limit_s(recs, rounds, workers),
     }
+
+
+def _emit(row: dict, path: str | None) -> None:
+    line = json.dumps(row)
+    print(line, flush=True)
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per model: the median wall of each mode, their ratio, the new mode's wall over its limit,
+    and whether every run (both modes, every repeat) named the same route."""
+    out = []
+    for model in dict.fromkeys(r.get("model", "") for r in rows if "mode" in r):
+        mine = [r for r in rows if r.get("model", "") == model and "mode" in r]
+        walls = {m: [r["wall_s"] for r in mine if r["mode"] == m] for m in ("new", "old")}
+        med = {m: statistics.median(w) for m, w in walls.items() if w}
+        new = [r for r in mine if r["mode"] == "new"]
+        out.append({
+            "model": model, "runs": {m: len(w) for m, w in walls.items()},
+            "wall_new_s": walls["new"], "wall_old_s": walls["old"],
+            "wall_ratio": round(med["old"] / med["new"], 2) if len(med) == 2 else None,
+            "named": sorted({r["winner"] or "default" for r in mine}),
+            "same_named_route": len({r["winner"] for r in mine}) == 1,
+            "ties": sorted({r.get("tie") or "" for r in mine} - {""}),
+            "new_wall_over_limit": [round(r["wall_s"] / r["limit_s"], 2) for r in new if r.get("limit_s")],
+            "round_wall_s_median_new": [r.get("round_wall_s_median") for r in new],
+        })
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,12 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     tune_args = argv[argv.index("--") + 1 :] if "--" in argv else []
     own = argv[: argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--dir", type=Path, required=False)
     parser.add_argument("--modes", default="new,old")
+    parser.add_argument("--plan", default=None,
+                        help="MODEL:MODE,... studies of benchmarks/torchvision_models.py over the "
+                             "6-route space, in this order (e.g. vit_b_16:new,vit_b_16:old)")
     parser.add_argument("--build-workers", type=int, default=0, help="0: from cores and memory")
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--json", default=None, help="append the JSON lines here too")
+    parser.add_argument("--summarize", default=None, help="print the per-model summary of a --json file")
     args = parser.parse_args(own)
+    if args.summarize:
+        rows = [json.loads(line) for line in Path(args.summarize).read_text().splitlines() if line.strip()]
+        for row in summarize(rows):
+            print(json.dumps(row), flush=True)
+        return 0
+    if args.dir is None:
+        parser.error("--dir is required (unless --summarize)")
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gpu_busy import GpuBusy
@@ -131,33 +220,31 @@ def main(argv: list[str] | None = None) -> int:
     from gptuner_core.engine.scale.scale_out import default_build_workers
 
     workers = args.build_workers or default_build_workers()
-    tune_args = tune_args or default_tune_args(args.dir, args.device)
-    print("tune args:", json.dumps(tune_args), f"build workers (new): {workers}", flush=True)
-    rows = {}
-    for mode in args.modes.split(","):
-        study = args.dir / mode
+    if args.plan:
+        plan = [tuple(item.split(":")) for item in args.plan.split(",")]
+    else:
+        plan = [("", mode) for mode in args.modes.split(",")]
+    rows = []
+    for i, (model, mode) in enumerate(plan):
+        args_i = (model_tune_args(args.dir, args.device, model) if model
+                  else tune_args or default_tune_args(args.dir, args.device))
+        print(f"study {i}: {model or 'resnet50 (8 routes)'} {mode}:", json.dumps(args_i),
+              f"build workers (new): {workers}", flush=True)
+        study = args.dir / f"{i:02d}_{model or 'default'}_{mode}"
         busy = GpuBusy(int(args.device.partition(":")[2] or 0)).start() if args.device != "cpu" else None
         t0, start = time.perf_counter(), time.time()
         env = {**os.environ, **ENV.get(mode, {})}
-        code = subprocess.call([sys.executable, __file__, "--child", mode, str(workers), str(study), *tune_args],
+        code = subprocess.call([sys.executable, __file__, "--child", mode, str(workers), str(study), *args_i],
                                env=env)
         wall, end = time.perf_counter() - t0, time.time()
         if busy:
             busy.stop()
-        rows[mode] = {"exit": code, **summary(mode, study, wall, busy, start, end)}
-        line = json.dumps(rows[mode])
-        print(line, flush=True)
-        if args.json:
-            with open(args.json, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-    if {"old", "new"} <= rows.keys():
-        old, new = rows["old"], rows["new"]
-        line = json.dumps({"wall_ratio": round(old["wall_s"] / new["wall_s"], 2),
-                           "same_winner": old["winner"] == new["winner"]})
-        print(line, flush=True)
-        if args.json:
-            with open(args.json, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+        row = {"model": model, "exit": code,
+               **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1)}
+        rows.append(row)
+        _emit(row, args.json)
+    for row in summarize(rows):
+        _emit({"summary": True, **row}, args.json)
     return 0
 
 

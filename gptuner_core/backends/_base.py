@@ -80,6 +80,9 @@ class Runner(abc.ABC):
     """
 
     _ready: bool = False
+    #: what this runner runs, when the backend knows it better than the artifact's bytes (torch:
+    #: the sha256 of the code compiled in this process); ``None``: the artifact's own sha256
+    identity: str | None = None
 
     @abc.abstractmethod
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -208,6 +211,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def load(self, build: BuildResult) -> Runner:
         """Load a built artifact for running (runs in the candidate's child process)."""
+
+    def load_ahead(self, build: BuildResult) -> Runner:
+        """:meth:`load` for a process that waits for its device turn afterwards (a round's
+        process started ahead): launch nothing on the measuring device before the runner's first
+        call. The default is :meth:`load` (loading runs nothing on the device)."""
+        return self.load(build)
 
     def model_files(self, model: Path) -> list[Path]:
         """The files ``model`` is made of: the model itself, then any data files it needs beside

@@ -213,9 +213,18 @@ def run_gate(
         rounds=res.rounds, accuracy=accuracy, mismatches=tuple(mismatches), method=res.message,
         baseline_ms=_median([m for m in medians.get("baseline", []) if m is not None]),
         candidate_ms=_median([m for m in medians.get("candidate", []) if m is not None]),
-        notes=("accuracy not checked: --artifact gives an artifact, not outputs",) if artifact else (),
-        round_medians=medians, **{**base, "confidence": est.confidence if est else settings.confidence},
+        notes=_notes(bundle, artifact), round_medians=medians, **{**base, "confidence": est.confidence if est else settings.confidence},
     )
+
+
+def _notes(bundle: Any, artifact: str | None) -> tuple[str, ...]:
+    """What the gate's outputs say beside the decision: an artifact's unchecked accuracy, and
+    a tie the study named this route in (issue 38: the route is one of several as fast)."""
+    notes = ["accuracy not checked: --artifact gives an artifact, not outputs"] if artifact else []
+    tie = (bundle.winner or {}).get("tie")
+    if tie:
+        notes.append(f"the study named this route among tied finalists: {tie}")
+    return tuple(notes)
 
 
 def _short(value: str) -> str:

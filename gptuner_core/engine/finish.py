@@ -77,11 +77,14 @@ def revalidate_winner(
 
     attach(measure_fresh, evaluator, lambda order: [
         (by_number[n], f"revalidation/r{r}_{n:05d}", ROUND_SCALE) for n, r in order])
+    from gptuner_core.engine.ties import TieOrder
+
+    ties = TieOrder.of(history)
     try:
         result = revalidate_sequential(
             [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,
             on_round=(lambda done, total, _undecided: on_round(done, total)) if on_round else None,
-            per_route_hint_s=hint, should_stop=should_stop,
+            per_route_hint_s=hint, prefer=ties.key, should_stop=should_stop,
         )
     except GptunerError as exc:
         store.add_event("revalidation", {"error": str(exc)})
@@ -93,7 +96,7 @@ def revalidate_winner(
     root = getattr(getattr(getattr(evaluator, "ctx", None), "workspace", None), "root", None)
     times = round_times(Path(root)) if root is not None else []
     store.add_event("revalidation", {**result.to_json(), **({"round_times": times} if times else {})})
-    return verdict.from_sequential(result)
+    return verdict.too_busy(verdict.from_sequential(result, ties), history)
 
 
 def check_output_path(output: str) -> None:

@@ -1,14 +1,17 @@
 """Re-validation rounds at the speed of the device: a round's processes start together.
 
-With overlap on (``engine.scale.overlap``), when a round's order is known
-(``revalidate_sequential`` hands it to ``measure_fresh.prefetch``) every re-measurement of that
-round starts at once: each process is forked from the fork server, loads its route from the
-candidate's warm Inductor cache on the build cores, then waits for its turn
-(``engine.process.turn``). ``IsolatedEvaluator.remeasure`` then gives the turns one at a time
-in the round's order: one measurement on the device at a time, on the measuring cores, while
-the loading of the next ones is already done. A round costs about one load plus its
-measurements instead of the sum of both. A prefetched process nobody asked for is told to exit
-(``cancel``) before the re-validation returns.
+With overlap on (``engine.scale.overlap``), ``revalidate_sequential`` hands
+``measure_fresh.prefetch`` the order of the round about to run and of every later round (as they
+will be if nothing is decided meanwhile), and as many of those re-measurements as there are build
+cores start at once, the rest as places free up (:class:`RoundPrefetch`): each process is forked
+from the fork server, loads its route from the candidate's warm Inductor cache on the build cores
+*without running it* (``Backend.load_ahead``: nothing reaches the device before its turn), records
+the identity of what it compiled, then waits for its turn (``engine.process.turn``).
+``IsolatedEvaluator.remeasure`` gives the turns one at a time in the rounds' order: one
+measurement on the device at a time, on the measuring cores. Every build has ended by then, so
+the loading of later rounds runs on cores nothing else needs while earlier rounds measure: a round
+costs about its measurements, not a compile per process (the processes stay fresh per round). A
+prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.
 """
 
 from __future__ import annotations
@@ -56,30 +59,54 @@ class _Pending:
         self.thread.join(60)
 
 
+def room(build_cpus: tuple[int, ...]) -> int:
+    """How many round processes may load at once: one per build core (each compiles with one
+    thread, and every build has ended by the time re-validation runs), at least two."""
+    return max(len(build_cpus), 2)
+
+
 class RoundPrefetch:
-    """The prefetched re-measurements of one evaluator, by work folder (``purpose``)."""
+    """The prefetched re-measurements of one evaluator, by work folder (``purpose``).
+
+    ``start`` takes the calls of the current round and of every later one (``measure_fresh``'s
+    ``prefetch`` hint, in order) and starts as many as :func:`room` allows; the rest wait in
+    line and start as earlier ones are taken. A call taken before it started starts at once."""
 
     def __init__(self, ev: IsolatedEvaluator, build_cpus: tuple[int, ...], measure_cpus: tuple[int, ...],
-                 target: str) -> None:
+                 target: str, capacity: int | None = None) -> None:
         self.ev, self.build_cpus, self.measure_cpus, self.target = ev, build_cpus, measure_cpus, target
+        self.capacity = capacity if capacity is not None else room(build_cpus)
         self._pending: dict[str, _Pending] = {}
+        self._queued: dict[str, tuple[CandidateRecord, float]] = {}
         self._lock = threading.Lock()
+
+    def _launch(self, purpose: str) -> _Pending:
+        record, scale = self._queued.pop(purpose)
+        self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target)
+        return self._pending[purpose]
+
+    def _fill(self) -> None:
+        while self._queued and len(self._pending) < self.capacity:
+            self._launch(next(iter(self._queued)))
 
     def start(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
         with self._lock:
             for record, purpose, scale in calls:
-                if purpose not in self._pending:
-                    self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus,
-                                                      self.target)
+                if purpose not in self._pending and purpose not in self._queued:
+                    self._queued[purpose] = (record, scale)
+            self._fill()
 
     def take(self, purpose: str) -> ChildResult | None:
         with self._lock:
+            if purpose in self._queued:  # its turn came before it could start: start it now
+                self._launch(purpose)
             pending = self._pending.pop(purpose, None)
+            self._fill()  # a place is free: the next in line starts loading
         return pending.result(self.measure_cpus) if pending is not None else None
 
     def cancel_all(self) -> None:
         with self._lock:
-            left, self._pending = list(self._pending.values()), {}
+            left, self._pending, self._queued = list(self._pending.values()), {}, {}
         for pending in left:
             pending.cancel()
 

@@ -15,6 +15,10 @@ sample) is far wider than the precision one process reaches. So a round's proces
 screening's precision target but a quarter of its sample and time caps (``max_time_s`` 10 s ->
 2.5 s): under load, where a process never reaches the target, a round no longer costs the
 whole screening budget per route.
+
+A round measures the screened candidate or nothing: each process reports the identity of what it
+ran (the sha256 of the code Inductor compiled there, or of the artifact), and a process whose
+identity differs from the screened build's is refused (:func:`round_samples`).
 """
 
 from __future__ import annotations
@@ -67,7 +71,9 @@ def record_split(workdir: Path, res: ChildResult) -> None:
 def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, float]]:
     """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
     each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
-    ``measure``, ``total``; ``wall``: first request to last result of the round."""
+    ``measure``, ``total``; ``span``: first request to last result of the round (its processes
+    may have started rounds ahead); ``wall``: what the round added to the re-validation, from the
+    later of its first request and the previous round's last result to its last result."""
     rounds: dict[int, dict[str, float]] = {}
     for path in sorted((root / folder).glob(f"*/{SPLIT}")):
         m = _ROUND.search(path.parent.name)
@@ -86,10 +92,14 @@ def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, floa
             row["begin"] = min(row.get("begin", split["begin"]), split["begin"])
             row["end"] = max(row.get("end", split["end"]), split["end"])
     out = [rounds[k] for k in sorted(rounds)]
+    last_end = None
     for row in out:
         row["total"] = round(row["startup"] + row["compile"] + row["measure"], 3)
-        if "begin" in row:  # the round's wall time (its processes may have overlapped)
-            row["wall"] = round(row.pop("end") - row.pop("begin"), 3)
+        if "begin" in row:  # processes start ahead (round_prefetch): a round adds the time from
+            begin, end = row.pop("begin"), row.pop("end")  # its start or the previous round's end
+            row["span"] = round(end - begin, 3)
+            row["wall"] = round(end - max(begin, last_end if last_end is not None else begin), 3)
+            last_end = end
     return out
 
 
@@ -107,5 +117,11 @@ def round_samples(
     res = measure_round(evaluator, record, purpose)
     if not res.ok or not res.samples_ms:
         msg = f"re-measurement of {who} failed ({res.error or 'no samples'}; see {see or purpose}/log.txt)"
+        raise BackendError(msg)
+    screened = record.artifact_sha256
+    if res.sha256 and screened and res.sha256 != screened:
+        msg = (f"re-measurement of {who} refused: its process ran other code than the screened "
+               f"build (identity {res.sha256[:12]}, screened {screened[:12]}; a recompile chose "
+               f"other kernels, or the artifact changed; see {see or purpose}/log.txt)")
         raise BackendError(msg)
     return list(res.samples_ms)

@@ -74,8 +74,12 @@ def revalidate_shapes(
             medians = np.array([np.median(s.samples_ms) for s in fresh(number, round_index)])
             return [float(medians @ w)]
 
-        result = revalidate_sequential(numbers, 0, mix, plan, seed=cfg.seed, on_round=rounds_cb)
-        win = verdict.from_sequential(result)
+        from gptuner_core.engine.ties import TieOrder
+
+        ties = TieOrder.of(history)
+        result = revalidate_sequential(numbers, 0, mix, plan, seed=cfg.seed, on_round=rounds_cb,
+                                       prefer=ties.key)
+        win = verdict.from_sequential(result, ties)
         text = f"traffic mix {goal.text()} over {', '.join(labels)}"
         return (dataclasses.replace(win, message=f"{win.message} ({text})"),
                 {"objective": goal.text(), "shapes": labels, "mix": result.to_json()})

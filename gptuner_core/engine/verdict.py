@@ -185,12 +185,13 @@ def revalidation_failed(best: CandidateRecord, error: str) -> Winner:
     )
 
 
-def from_sequential(result: Any) -> Winner:
+def from_sequential(result: Any, ties: Any = None) -> Winner:
     """The Winner for a :class:`gptuner_core.measurement.SequentialResult`.
 
     A winner's ``best`` is itself; otherwise ``best`` is the leading contender with ITS OWN
     re-validated estimate (a Winner once read ``"number": 5 ... "best": 2, "best_speedup":
-    2.1089``: #5's speed-up under #2's number)."""
+    2.1089``: #5's speed-up under #2's number). ``ties`` (a :class:`~gptuner_core.engine.ties.TieOrder`,
+    the one the re-validation named by; ``None``: the lower number) words a tie between winners."""
     def estimate(number: int | None) -> Any:
         return result.contender(number).estimate if number is not None else None
 
@@ -204,6 +205,30 @@ def from_sequential(result: Any) -> Winner:
         confidence=result.plan.confidence, min_effect=result.plan.min_effect,
     )
     if result.winner is not None and est is not None:
-        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=est.ci, **common)
+        from gptuner_core.engine.ties import TieOrder
+
+        tied = tuple(result.tied)
+        tie = (ties or TieOrder({})).reason(result.winner, tied, result.plan.min_effect)
+        return Winner(verdict=Verdict.WINNER, number=result.winner, speedup=est.point, ci=est.ci,
+                      tied=tied, tie=tie, **common)
     kind = Verdict.INCONCLUSIVE if result.verdict.value == "inconclusive" else Verdict.NOT_FASTER
     return Winner(verdict=kind, number=result.default, speedup=1.0, ci=None, **common)
+
+
+#: an undecided verdict is called "too busy to decide" when other programs ran beside more than
+#: this share of the measurements (measurement health's busy-CPU warning threshold)
+BUSY_SHARE = 0.2
+
+
+def too_busy(winner: Winner, history: Sequence[CandidateRecord]) -> Winner:
+    """``winner`` with ``busy_share`` set when it is undecided and the machine was busy: other
+    programs ran beside more than :data:`BUSY_SHARE` of the candidates' measurements (telemetry
+    ``busy``). The verdict line then says the machine was too busy to decide, and what to do,
+    before the round count (issue 41: "about 1505 more rounds" was the wrong advice there)."""
+    if winner.verdict is not Verdict.INCONCLUSIVE:
+        return winner
+    measured = [r for r in history if r.latency is not None]
+    if not measured:
+        return winner
+    share = sum(1 for r in measured if r.telemetry.get("busy")) / len(measured)
+    return dataclasses.replace(winner, busy_share=round(share, 3)) if share > BUSY_SHARE else winner

@@ -147,7 +147,12 @@ def _message(res: dict[str, Any], plan: SequentialPlan, k: int) -> str:
            f"wider per-look intervals, {percent(plan.confidence)} confidence over every look and route")
     thr = 1.0 + plan.min_effect
     if verdict is Verdict.WINNER:
-        return f"route #{winner} is faster than the default: {est[winner]} ({how})"
+        tie = ""
+        if res["tied"]:
+            others = " and ".join(f"#{c}" for c in res["tied"])
+            tie = (f"; {others} {'ties' if len(res['tied']) == 1 else 'tie'} with it within "
+                   f"{_pct(plan.min_effect)} (the rounds do not separate them)")
+        return f"route #{winner} is faster than the default: {est[winner]} ({how}){tie}"
     if rounds == 0:  # cut short by Stop, or no round fitted the time budget
         why0 = (f"{CUT_SHORT} before its first round" if res["stop_reason"] == "stopped"
                 else "the time budget was spent before re-validation could measure a round")
@@ -219,6 +224,32 @@ def slower_than_leader(
     return out
 
 
+def tie_group(
+    medians: dict[int, list[float | None]],
+    winners: Sequence[int],
+    estimates: dict[int, SpeedupEstimate | None],
+    alpha: float,
+    plan: SequentialPlan,
+) -> list[int]:
+    """The winners the rounds do not separate from the leading one (highest point speed-up),
+    the leader included. A winner is separated when the leader is faster than it as a winner is
+    faster than the default: the leader-over-it interval, paired round by round at the level
+    ``alpha``, lies above ``1 + min_effect``. Otherwise (the interval within +-min_effect, or
+    undecided) the two tie, and which of them has the larger point estimate is timing noise: the
+    caller names one by a fixed order instead. A finalist significantly faster than every other
+    is a group of one, so it is still named for its speed."""
+    leader = max(winners, key=lambda c: (estimates[c].point if estimates[c] else 0.0, -c))
+    threshold = math.log(1.0 + plan.min_effect)
+    group = [leader]
+    for c in winners:
+        if c == leader:
+            continue
+        iv, _ = paired_interval(medians, c, leader, alpha, plan.method)  # the leader over c
+        if iv.low is None or iv.low <= threshold:
+            group.append(c)
+    return group
+
+
 def revalidate_sequential(
     contenders: Sequence[int],
     default: int,
@@ -229,6 +260,7 @@ def revalidate_sequential(
     on_round: Callable[[int, int, tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     per_route_hint_s: float | None = None,
+    prefer: Callable[[int], Any] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> SequentialResult:
     """Re-measure ``contenders`` against ``default`` in interleaved rounds until each is decided.
@@ -239,10 +271,10 @@ def revalidate_sequential(
         measure_fresh: ``(number, round_index) -> samples_ms`` measuring that route in a fresh
             process. A :class:`~gptuner_core.errors.GptunerError` drops a contender (status
             ``"failed"``); for the default it propagates. Its optional ``prefetch`` attribute
-            gets each round's ``[(number, round_index), ...]`` in order before the round runs,
-            then the next round's as it will be if no contender is decided meanwhile (its
-            processes load while this round measures; one for a route decided meanwhile is
-            never measured).
+            gets, before each round runs, ``[(number, round_index), ...]``: the round's order,
+            then every later round's as it will be if no contender is decided meanwhile (the
+            caller starts as many of those processes as it has room for, so they load while
+            earlier rounds measure; one for a route decided meanwhile is never measured).
         plan: a :class:`SequentialPlan` (defaults: 1 % min-effect, 95 %, 3..20 rounds, Pocock).
         seed: seed of the per-round random order.
         on_round: called after each round with ``(rounds_done, max_rounds, undecided)``.
@@ -250,6 +282,9 @@ def revalidate_sequential(
         per_route_hint_s: one route's measurement, estimated before any round (screening's):
             with ``max_time_s``, a first round that would not finish in time is not started
             (the study's time budget is kept; the verdict is inconclusive after 0 rounds).
+        prefer: ``number -> key`` (smaller first), the documented order that names one route
+            among winners the rounds do not separate (:func:`tie_group`); ``None``: the lower
+            number. Timing noise decides nothing there: see :func:`tie_group`.
         should_stop: asked before each round; ``True`` (Stop) cuts it short: ``"stopped"``.
 
     Returns:
@@ -291,11 +326,11 @@ def revalidate_sequential(
         this = tuple(int(routes[i]) for i in rng.permutation(len(routes)))
         order.append(this)
         hint = getattr(measure_fresh, "prefetch", None)  # start the round's processes together
-        if hint is not None:
-            hint([(number, round_index) for number in this])
-            if round_index + 1 < plan.max_rounds:  # and the next round's, should nothing be decided
-                ahead = copy.deepcopy(rng)  # the same draw the next round makes with these routes
-                hint([(int(routes[i]), round_index + 1) for i in ahead.permutation(len(routes))])
+        if hint is not None:  # and the later rounds', should nothing be decided meanwhile
+            ahead = copy.deepcopy(rng)  # the same draws the later rounds make with these routes
+            hint([(number, round_index) for number in this] + [
+                (int(routes[i]), later) for later in range(round_index + 1, plan.max_rounds)
+                for i in ahead.permutation(len(routes))])
         for r in medians:
             medians[r].append(None)
         for number in this:
@@ -370,7 +405,12 @@ def revalidate_sequential(
     scored = [c for c in cands if estimates[c] is not None and status[c] != "failed"]
     best = max(scored, key=lambda c: (estimates[c].point, -c)) if scored else None
     winners = [c for c in cands if status[c] == "winner"]
-    winner = max(winners, key=lambda c: (estimates[c].point, -c)) if winners else None
+    winner, tied = None, ()
+    if winners:
+        last_look = max((k for k in looks if k <= rounds), default=looks[0])
+        group = tie_group(medians, winners, estimates, alphas[last_look], plan)
+        winner = min(group, key=lambda c: (prefer(c) if prefer is not None else (), c))
+        tied = tuple(sorted(c for c in group if c != winner))
     if winner is not None:
         verdict = Verdict.WINNER
     elif any(s == "not_faster" for s in status.values()) and all(
@@ -384,14 +424,15 @@ def revalidate_sequential(
         projected = max(p for p in projections if p is not None)
     message = _message(
         {"verdict": verdict, "winner": winner, "best": best, "rounds": rounds,
-         "estimates": estimates, "stop_reason": stop_reason, "projected": projected},
+         "estimates": estimates, "stop_reason": stop_reason, "projected": projected,
+         "tied": tied},
         plan, len(cands),
     )
     return SequentialResult(
         verdict=verdict, winner=winner, best=best, default=default, contenders=tuple(verdicts),
         rounds=rounds, looks=tuple(k for k in looks if k <= rounds), stop_reason=stop_reason,
         plan=plan, message=message, elapsed_s=clock() - t0, projected_rounds=projected,
-        schedule=tuple(order), round_medians={r: tuple(v) for r, v in medians.items()},
+        tied=tied, schedule=tuple(order), round_medians={r: tuple(v) for r, v in medians.items()},
         default_regimes=detect_regimes(
             [m for m in medians[default] if m is not None], route=default
         ),

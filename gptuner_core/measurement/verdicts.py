@@ -150,7 +150,9 @@ class SequentialResult:
 
     Attributes:
         verdict: :class:`Verdict` of the study.
-        winner: the winning candidate (highest point speed-up among the winners), else ``None``.
+        winner: the winning candidate, else ``None``: the fastest winner, or, among winners the
+            rounds do not separate from the fastest (``tied``), the first by the caller's order.
+        tied: the other winners of that tie (empty when the winner stands alone).
         best: the contender with the highest point speed-up (``None`` when all failed).
         contenders: one :class:`ContenderVerdict` per contender, in the order given.
         rounds: rounds run; ``looks``: the rounds after which the data were examined.
@@ -172,6 +174,7 @@ class SequentialResult:
     message: str
     elapsed_s: float = 0.0
     projected_rounds: int | None = None
+    tied: tuple[int, ...] = ()
     schedule: tuple[tuple[int, ...], ...] = ()
     round_medians: dict[int, tuple[float | None, ...]] = field(default_factory=dict)
     default_regimes: Regimes | None = None
@@ -221,7 +224,7 @@ class SequentialResult:
             "rounds": self.rounds, "looks": list(self.looks), "stop_reason": self.stop_reason,
             "plan": self.plan.to_json(), "message": self.message, "elapsed_s": self.elapsed_s,
             "projected_rounds": self.projected_rounds, "method": self.method,
-            "schedule": [list(r) for r in self.schedule],
+            "tied": list(self.tied), "schedule": [list(r) for r in self.schedule],
             "round_medians": {str(k): list(v) for k, v in self.round_medians.items()},
             "default_regimes": self.default_regimes.to_json() if self.default_regimes else None,
         }
@@ -235,7 +238,7 @@ class SequentialResult:
             rounds=data["rounds"], looks=tuple(data["looks"]), stop_reason=data["stop_reason"],
             plan=SequentialPlan.from_json(data["plan"]), message=data["message"],
             elapsed_s=data.get("elapsed_s", 0.0), projected_rounds=data.get("projected_rounds"),
-            schedule=tuple(tuple(r) for r in data.get("schedule", ())),
+            tied=tuple(data.get("tied", ())), schedule=tuple(tuple(r) for r in data.get("schedule", ())),
             round_medians={int(k): tuple(v) for k, v in data.get("round_medians", {}).items()},
             default_regimes=(
                 Regimes.from_json(data["default_regimes"]) if data.get("default_regimes") else None

@@ -111,6 +111,8 @@ class Winner:
     decision was measured; ``screening`` is True when the numbers come from screening only;
     ``projected_rounds`` says, for an inconclusive verdict, how many rounds would decide it;
     ``confidence`` and ``min_effect`` are the re-validation's family-wise level and threshold.
+    ``tied``/``tie``: the winners the rounds could not separate from ``number`` and the sentence
+    that says which was named and why (:mod:`gptuner_core.engine.ties`).
     For a winner, ``best`` is the winner; otherwise it is the leading contender, with its own
     re-validated speed-up and interval (never another route's). Render it through
     :mod:`gptuner_core.records.verdict_text` (``headline``/``sentence``/``details``).
@@ -130,6 +132,13 @@ class Winner:
     projected_rounds: int | None = None
     confidence: float = 0.95
     min_effect: float = 0.01
+    #: winners the rounds did not separate from ``number`` (named among them by ``tie``'s rule)
+    tied: tuple[int, ...] = ()
+    #: ``"#4 and #5 tie within 1%: #4 is named (smaller accuracy loss)"`` (``""``: no tie)
+    tie: str = ""
+    #: an undecided verdict on a busy machine: the share of measurements other programs ran
+    #: beside (``None``: not too busy to decide; see ``engine.verdict.too_busy``)
+    busy_share: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -170,6 +179,9 @@ class Winner:
             "projected_rounds": self.projected_rounds,
             "confidence": self.confidence,
             "min_effect": self.min_effect,
+            "tied": list(self.tied),
+            "tie": self.tie,
+            "busy_share": self.busy_share,
         }
 
     @classmethod
@@ -195,4 +207,7 @@ class Winner:
             projected_rounds=data.get("projected_rounds"),
             confidence=float(data.get("confidence") or 0.95),
             min_effect=float(data.get("min_effect") if data.get("min_effect") is not None else 0.01),
+            tied=tuple(int(n) for n in data.get("tied") or ()),
+            tie=str(data.get("tie") or ""),
+            busy_share=data.get("busy_share"),
         )

@@ -54,7 +54,8 @@ def reason(w: Winner) -> str:
     if v == "inconclusive" and CUT_SHORT in w.message:
         return f"{CUT_SHORT} after {_rounds(w.rounds)}" if w.rounds else CUT_SHORT
     if v == "inconclusive":
-        return f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
+        undecided = f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
+        return f"{too_busy(w)}; {undecided}" if w.busy_share is not None else undecided
     if v == "not_faster":
         return f"no route is faster by more than {_pct(w.min_effect)}"
     if v == "default_only":
@@ -64,12 +65,20 @@ def reason(w: Winner) -> str:
     return "re-validation failed"
 
 
+def too_busy(w: Winner) -> str:
+    """``the machine was too busy to decide (...): close them and run it again`` (see
+    ``engine.verdict.too_busy``)."""
+    return (f"the machine was too busy to decide (other programs ran during "
+            f"{_pct(w.busy_share or 0.0)} of the measurements): close them and run it again")
+
+
 def headline(w: Winner) -> str:
     """The one line every surface shows first."""
     if w.verdict.value == "winner":
         rounds = f", after {_rounds(w.rounds)}" if w.rounds else ""
         ci = f" {_ci(w.ci)}" if w.ci else ""
-        return f"winner: route #{w.number}, {_x(w.speedup)} faster{ci}{rounds}"
+        tie = f" ({w.tie})" if w.tie else ""
+        return f"winner: route #{w.number}, {_x(w.speedup)} faster{ci}{rounds}{tie}"
     if w.verdict.value == "not_revalidated" and w.number:
         return (f"screening pick (not re-validated): route #{w.number}, {_x(w.speedup)} "
                 f"{_ci(w.ci)}").rstrip()
@@ -91,8 +100,14 @@ def sentence(w: Winner) -> str:
     v = w.verdict.value
     if v == "winner":
         ci = f" ({_ci(w.ci)} with {conf} confidence)" if w.ci else ""
+        tie = ""
+        if w.tied:
+            others = " and ".join(f"#{n}" for n in w.tied)
+            tie = (f" {others} {'is' if len(w.tied) == 1 else 'are'} as fast within "
+                   f"{_pct(w.min_effect)}: the rounds do not separate them, so the tie is named "
+                   f"by a fixed rule ({w.tie.rpartition('(')[2].rstrip(')') or 'lower number'} first).")
         return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
-                f"re-measured against it in {_rounds(w.rounds)} of fresh processes.")
+                f"re-measured against it in {_rounds(w.rounds)} of fresh processes.{tie}")
     lead = _leader(w)
     if v == "inconclusive" and CUT_SHORT in w.message:
         done = f" after {_rounds(w.rounds)}" if w.rounds else " before its first round"
@@ -104,6 +119,8 @@ def sentence(w: Winner) -> str:
     if v == "inconclusive":
         first = (f"No route was shown faster after {_rounds(w.rounds)} of re-measurement, "
                  "so the default is kept")
+        if w.busy_share is not None:
+            first = f"{too_busy(w)[0].upper()}{too_busy(w)[1:]}. {first}"
         if lead:
             first += (f": the closest, {lead} with {conf} confidence, neither clears {thr} "
                       "nor rules it out")

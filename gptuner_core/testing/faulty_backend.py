@@ -32,11 +32,14 @@ if TYPE_CHECKING:
 
     from gptuner_core.routes import Route
 
+#: ``-fault:tie``: synthetic milliseconds per timed call (two finalists that tie, both 2x the default)
+TIE_MS = {"slow": 20, "x": 10, "y": 10}
 MODES = ("none", "segfault", "abort", "hang_build", "hang_measure", "exit_early", "build_error")
 
 
 class _OrtRunner(Runner):
-    def __init__(self, path: Path, threads: int, mode: str, call_ms: int = 0) -> None:
+    def __init__(self, path: Path, threads: int, mode: str, call_ms: int = 0,
+                 synthetic_ms: float | None = None) -> None:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
@@ -46,6 +49,15 @@ class _OrtRunner(Runner):
         self.mode = mode
         self.call_s = call_ms / 1000
         self.feeds: dict[str, Any] = {}
+        # a synthetic latency (``-fault:tie``): the calls run, but the time reported is this many
+        # ms per call times a per-process factor (3 % between processes, as fresh processes
+        # differ): the outcome is the same on a quiet and on a busy machine
+        self.synthetic_ns = None
+        if synthetic_ms is not None:
+            import numpy as np
+
+            factor = np.random.default_rng().lognormal(0.0, 0.03)
+            self.synthetic_ns = synthetic_ms * 1e6 * factor
 
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = [o.name for o in self.sess.get_outputs()]
@@ -63,6 +75,8 @@ class _OrtRunner(Runner):
             self.sess.run(None, self.feeds)
             if self.call_s:
                 time.sleep(self.call_s)
+        if self.synthetic_ns is not None:
+            return int(n * self.synthetic_ns)
         return time.perf_counter_ns() - t0
 
 
@@ -97,6 +111,9 @@ class FaultyBackend(Backend):
                  help="sleep this long in the build (slow builds)"),
             Knob(name="-fault:call_ms", values=("0", "40"), default="0",
                  help="sleep this long in every timed call (slow engines: few latency samples)"),
+            Knob(name="-fault:tie", values=tuple(TIE_MS), default="slow",
+                 help="a tie: 'x' and 'y' are distinct artifacts that report the same synthetic "
+                      "latency, half the default 'slow' (only where the expression names this knob)"),
         ])
 
     def input_specs(self, model: Path) -> list[TensorSpec]:
@@ -149,15 +166,18 @@ class FaultyBackend(Backend):
         threads = route.get("-ort:threads", "0")
         sleep = route.get("-fault:sleep_ms", "0")
         call = route.get("-fault:call_ms", "0")
+        tie = route.get("-fault:tie")
         return BuildResult(
             artifact=artifact,
             effective_route=f"-fault:mode={mode} -ort:threads={threads} -fault:sleep_ms={sleep}"
             + (f" -fault:call_ms={call}" if call != "0" else ""),
             info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep,
-                                     **({"call_ms": call} if call != "0" else {})}},
+                                     **({"call_ms": call} if call != "0" else {}),
+                                     **({"tie": tie} if tie is not None else {})}},
         )
 
     def load(self, build: BuildResult) -> Runner:
         cfg = build.info.get("runtime_config", {})
+        tie = cfg.get("tie")
         return _OrtRunner(build.artifact, int(cfg.get("threads", 0)), cfg.get("mode", "none"),
-                          int(cfg.get("call_ms", 0)))
+                          int(cfg.get("call_ms", 0)), TIE_MS[tie] if tie is not None else None)

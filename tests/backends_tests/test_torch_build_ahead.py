@@ -34,10 +34,14 @@ workdir = Path(sys.argv[1])
 info = json.loads((workdir / "build.json").read_text())
 backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
 build = BuildResult(artifact=workdir / "generated", effective_route=info["route"], info=info)
-with backend.load(build) as runner:
+from gptuner_core.fingerprint import file_sha256
+runner = backend.load_ahead(build)  # a round's process before its turn: runs nothing
+ahead_live = runner.compiled.switch.live  # (a profiler here would change Inductor's cache key)
+with runner:
     out = runner.infer({"x": np.load(sys.argv[2])})
     np.save(sys.argv[3], out["output"])
-    print(json.dumps(runner.compiled.load_stats))
+    print(json.dumps({**runner.compiled.load_stats, "ahead_live": ahead_live,
+                      "same_identity": runner.identity == file_sha256(build.artifact)}))
 """
 
 
@@ -117,4 +121,6 @@ def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
     assert stats["fxgraph_cache_hit"] >= 1 and stats["fxgraph_cache_miss"] == 0, stats
     assert stats["autograd_cache_hit"] >= 1 and stats["autograd_cache_miss"] == 0, stats
     assert "loaded" in proc.stderr and "from its Inductor cache" in proc.stderr  # the candidate's log
+    assert stats["ahead_live"] is False  # loaded ahead of its turn: the graphs ran nothing
+    assert stats["same_identity"] is True  # the code compiled again is the screened build's
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, rtol=1e-4, atol=1e-4)

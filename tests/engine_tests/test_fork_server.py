@@ -249,3 +249,17 @@ def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tm
     assert server.preload == preload and not server.unsafe
     assert out.status == "ok" and out.result["ppid"] == server.pid
     assert out.result["modules"] == ["probe_asks_nvml"]  # the child found it imported
+
+
+def test_a_round_started_ahead_adds_only_the_time_after_the_previous_round(tmp_path):
+    """Round processes start rounds ahead (issue 38): a round's ``wall`` is what it added after
+    the previous round's last result, its ``span`` the time since its first request."""
+    from gptuner_core.engine.rounds import round_times
+
+    for name, begin, end in (("r0_00000", 0.0, 10.0), ("r0_00001", 0.0, 11.0),
+                             ("r1_00000", 0.5, 12.5), ("r1_00001", 0.5, 13.0), ("r2_00000", 14.0, 15.0)):
+        (tmp_path / "revalidation" / name).mkdir(parents=True)
+        split = {"startup": 0.1, "compile": 8.0, "measure": 1.0, "begin": begin, "end": end}
+        (tmp_path / "revalidation" / name / "times.json").write_text(json.dumps(split))
+    rows = round_times(tmp_path)
+    assert [(r["span"], r["wall"]) for r in rows] == [(11.0, 11.0), (12.5, 2.0), (1.0, 1.0)]

@@ -110,3 +110,20 @@ def test_the_comparison_states_its_confidence_without_rounding_it_up() -> None:
     c = Comparison(reference=0, candidate=2, verdict="winner", speedup=1.3, ci=(1.2, 1.4), rounds=4,
                    max_rounds=12, method="t", min_effect=0.01, confidence=0.996)
     assert "99.6% CI [1.200, 1.400]" in c.sentence()
+
+
+def test_a_round_refuses_a_process_that_runs_other_code_than_the_screened_build(
+        tmp_path, tiny_model, tiny_dataset, capsys):
+    """Issue 38: each measuring process reports the identity of what it ran; an artifact that
+    is no longer the screened one (here replaced on disk, as a recompile that picked other
+    kernels would be) is refused by the round, never measured as if it were the candidate."""
+    from .conftest import make_tiny_model
+
+    study = _tuned(tmp_path, tiny_model, tiny_dataset, capsys)
+    with open_store(study, readonly=True) as store:
+        artifact = store.candidate(1).artifact_path
+    make_tiny_model(artifact, seed=7)  # other weights, same shapes: it would run and time fine
+    code = main(["revalidate", str(study), "0", "1", "--max-rounds", "4"])
+    captured = capsys.readouterr()
+    assert code != 0, captured.out
+    assert "ran other code than the screened build" in captured.out + captured.err

@@ -130,3 +130,30 @@ class TestOneVerdictEverywhere:
             store.set_winner(win)
         print_ranking(tmp_path)
         assert "verdict: winner: route #2, 1.400x faster [1.200, 1.600], after 6 rounds" in capsys.readouterr().out
+
+
+class TestTooBusyToDecide:
+    """Issue 41 item 4: an undecided verdict on a busy machine says so, and what to do, before the
+    round count (a busy 2-core machine gave "about 1505 more rounds ... would decide")."""
+
+    def _history(self, busy: int, of: int):
+        return [_rec(i, 1.0, telemetry={"busy": i < busy}) for i in range(of)]
+
+    def _undecided(self) -> Winner:
+        return Winner(verdict=Verdict.INCONCLUSIVE, number=0, speedup=1.0, ci=None, message="m",
+                      best=2, best_speedup=1.82, best_ci=(0.35, 9.43), rounds=12, projected_rounds=1517)
+
+    def test_a_busy_machine_is_named_before_the_round_count(self):
+        w = verdict.too_busy(self._undecided(), self._history(busy=3, of=4))
+        assert w.busy_share == 0.75
+        assert w.headline() == (
+            "no winner: keeping the default (the machine was too busy to decide (other programs "
+            "ran during 75% of the measurements): close them and run it again; undecided after 12 rounds)")
+        assert w.sentence().startswith("The machine was too busy to decide")
+        assert Winner.from_json(w.to_json()) == w
+
+    def test_a_quiet_machine_or_a_decided_verdict_is_left_alone(self):
+        assert verdict.too_busy(self._undecided(), self._history(busy=0, of=5)).busy_share is None
+        won = Winner(verdict=Verdict.WINNER, number=1, speedup=2.0, ci=(1.5, 2.5), message="m", rounds=4)
+        assert verdict.too_busy(won, self._history(busy=5, of=5)) == won
+        assert "busy" not in self._undecided().headline()

@@ -207,10 +207,11 @@ class TestDecisions:
         assert all(sorted(r) == [0, 1, 2] for r in res.schedule)
         assert len(set(res.schedule)) > 1
 
-    def test_prefetch_is_told_each_round_and_the_next_one_ahead(self) -> None:
-        """``prefetch`` gets each round's order before it runs and, one round ahead, the next
-        round's order as it turns out when nothing is decided meanwhile: its processes load
-        while this round measures. The schedule is the one without prefetch."""
+    def test_prefetch_is_told_each_round_and_every_later_one_ahead(self) -> None:
+        """``prefetch`` gets, before each round runs, that round's order and every later round's
+        as it turns out when nothing is decided meanwhile: the caller starts as many of those
+        processes as it has room for, so they load while earlier rounds measure (issue 38: a
+        round never waits for compilation). The schedule is the one without prefetch."""
         hints: list[list[tuple[int, int]]] = []
         inner = processes({0: 1.0, 1: 1.0, 2: 1.0}, 0.05, 0)
 
@@ -222,13 +223,13 @@ class TestDecisions:
         res = revalidate_sequential([1, 2], 0, measure_fresh, plan, seed=5)
         plain = revalidate_sequential([1, 2], 0, processes({0: 1.0, 1: 1.0, 2: 1.0}, 0.05, 0), plan, seed=5)
         assert res.schedule == plain.schedule
-        told = {i: [] for i in range(len(res.schedule))}
-        for hint in hints:
-            told[hint[0][1]].append([n for n, _ in hint])
+        assert len(hints) == len(res.schedule)  # one hint per round run
+        first = hints[0]
+        assert sorted({r for _, r in first}) == list(range(plan.max_rounds))  # every round, at once
         for i, order in enumerate(res.schedule):
-            assert told[i][0] == list(order)  # the first hint of round i: ahead, or its own
-            assert all(h == list(order) for h in told[i])  # nothing decided: ahead was right
-        assert all(len(told[i]) == 2 for i in range(1, len(res.schedule)))
+            assert [n for n, r in first if r == i] == list(order)  # nothing decided: ahead was right
+            assert [n for n, r in hints[i] if r == i] == list(order)
+            assert min(r for _, r in hints[i]) == i  # a hint never names a round already run
         assert max(r for hint in hints for _, r in hint) < plan.max_rounds
 
     def test_single_sample_processes_and_a_failing_contender(self) -> None:
@@ -356,3 +357,43 @@ class TestBoundaries:
         assert iv.low < iv.centre < iv.high
         few = log_ratio_interval([0.1, 0.2, 0.1, 0.15], 0.05, "rank")
         assert few.low is None and "cannot reach" in few.note
+
+
+class TestTiedFinalists:
+    """Two finalists that both beat the default and that the rounds cannot separate: the named
+    one must not be whichever timing noise put ahead (issue 38: re-running a study named the
+    other route)."""
+
+    TIE = {0: 1.0, 1: 0.5, 2: 0.5}
+
+    def test_a_tie_names_the_same_route_whatever_the_noise(self) -> None:
+        named, leaders = set(), set()
+        for seed in range(12):
+            res = revalidate_sequential([1, 2], 0, processes(self.TIE, 0.05, seed), SequentialPlan(),
+                                        seed=seed, prefer=lambda n: {1: (1,), 2: (0,)}[n])
+            assert res.verdict is Verdict.WINNER
+            named.add(res.winner)
+            leaders.add(max((1, 2), key=lambda c: res.contender(c).estimate.point))
+            assert res.tied == (1,), res.message
+            assert "#1 ties with it within 1%" in res.message
+        assert named == {2}  # the preferred one, every time
+        assert leaders == {1, 2}  # while the larger point estimate flipped between repeats
+
+    def test_without_an_order_the_lower_number_is_named(self) -> None:
+        for seed in range(6):
+            res = revalidate_sequential([2, 1], 0, processes(self.TIE, 0.05, seed), SequentialPlan(),
+                                        seed=seed)
+            assert (res.winner, res.tied) == (1, (2,))
+
+    def test_a_clearly_faster_finalist_is_named_for_its_speed(self) -> None:
+        """#1 is 2x the default, #2 1.25x: #1 is named although the order prefers #2."""
+        for seed in range(6):
+            res = revalidate_sequential(
+                [1, 2], 0, processes({0: 1.0, 1: 0.5, 2: 0.8}, 0.03, seed),
+                SequentialPlan(stop_at_winner=False), seed=seed,
+                prefer=lambda n: {1: (1,), 2: (0,)}[n])
+            assert (res.winner, res.tied) == (1, ())
+
+    def test_the_tie_survives_the_store(self) -> None:
+        res = revalidate_sequential([1, 2], 0, processes(self.TIE, 0.05, 3), SequentialPlan(), seed=3)
+        assert SequentialResult.from_json(json.loads(json.dumps(res.to_json()))).tied == res.tied

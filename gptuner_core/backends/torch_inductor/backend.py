@@ -234,6 +234,14 @@ class TorchInductorBackend(Backend):
         )
 
     def load(self, build: BuildResult) -> TorchRunner:
+        return self._load(build, run=True)
+
+    def load_ahead(self, build: BuildResult) -> TorchRunner:
+        """Compiled from the build's caches without running: nothing is launched on the device
+        until the runner's first call (a round's process waiting for its turn)."""
+        return self._load(build, run=False)
+
+    def _load(self, build: BuildResult, *, run: bool) -> TorchRunner:
         from gptuner_core.backends.torch_inductor.model import load_model
         from gptuner_core.backends.torch_inductor.reload import compiled_for
         from gptuner_core.backends.torch_inductor.runner import TorchRunner
@@ -241,7 +249,8 @@ class TorchInductorBackend(Backend):
         # another process loads from the build's caches: compile workers (PyTorch's default, one
         # per core) would only start up beside the measurement
         compiled = compiled_for(
-            build, self.knob_database, load_model, int(self.options["compile_threads"]) or 1
+            build, self.knob_database, load_model, int(self.options["compile_threads"]) or 1,
+            run=run,
         )
         return TorchRunner(compiled)
 

@@ -93,6 +93,23 @@ class CompiledModel:
     #: how :func:`compiled_for` got the module in another process: seconds and the Inductor /
     #: AOTAutograd cache counters of that compile (hits mean nothing was recompiled)
     load_stats: dict[str, Any] = field(default_factory=dict)
+    #: what this process runs: the sha256 its artifact folder would have (:func:`codes_identity`
+    #: of the generated code compiled or loaded here; ``None``: not captured)
+    identity: str | None = None
+
+
+def codes_identity(codes: list[str], replacements: dict[str, str]) -> str:
+    """The sha256 :func:`gptuner_core.fingerprint.file_sha256` gives the ``generated`` folder
+    that :func:`build` writes for these wrapper codes: a process that compiled the route again
+    (from the caches) can say whether it runs the very code that was screened."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for i, code in enumerate(codes):
+        h.update(f"graph_{i:03d}.py".encode())
+        h.update(b"\0")
+        h.update(normalize_code(code, replacements).encode())
+    return h.hexdigest()
 
 
 #: artifact path (resolved, as str) -> compiled module of this process.
@@ -333,6 +350,7 @@ def build(
     replacements = {str(cache_dir): "<cache>", str(workdir): "<workdir>"}
     for i, code in enumerate(codes):
         (generated / f"graph_{i:03d}.py").write_text(normalize_code(code, replacements))
+    compiled.identity = codes_identity(codes, replacements)
     config = compiled.snapshots[0]
     runtime_config: dict[str, Any] = {}
     if dev_type == "cuda":

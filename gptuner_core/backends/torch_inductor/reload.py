@@ -24,6 +24,7 @@ from gptuner_core.backends.torch_inductor.build import _COMPILED
 from gptuner_core.backends.torch_inductor.build import CACHE
 from gptuner_core.backends.torch_inductor.build import CompiledModel
 from gptuner_core.backends.torch_inductor.build import _use_cache_dir
+from gptuner_core.backends.torch_inductor.build import codes_identity
 from gptuner_core.backends.torch_inductor.build import compile_route
 from gptuner_core.backends.torch_inductor.build import resolve_device
 from gptuner_core.backends.torch_inductor.build import route_settings
@@ -37,11 +38,16 @@ def compiled_for(
     db_for: Any,
     load_model: Any,
     compile_threads: int,
+    *,
+    run: bool = True,
 ) -> CompiledModel:
     """The compiled module of ``build_result``: from this process's cache, else recompiled.
 
     ``db_for(device_type)`` gives the knob database and ``load_model(text)`` the model, so a
     fresh process (re-measurement) can recompile the route with the candidate's cache folder.
+    ``run`` False compiles without running the model (a round's process loading ahead of its
+    turn launches nothing on the measuring device; its first run is the runner's first call).
+    The module's ``identity`` is that of the code compiled here (:func:`codes_identity`).
     """
     import torch
 
@@ -67,6 +73,7 @@ def compiled_for(
     _use_cache_dir(cache_dir)
     apply_precision_flags(precision, dev_type)
     t0, before = time.perf_counter(), counters_now()
+    codes: list[str] = []
     compiled, _, _ = compile_route(
         load_model(info["model"]),
         explicit=explicit,
@@ -75,7 +82,11 @@ def compiled_for(
         device=device,
         compile_threads=compile_threads,
         threads=int(info.get("threads", 0)),
+        capture=codes,
+        run=run,
     )
+    workdir = Path(build_result.artifact).resolve().parent
+    compiled.identity = codes_identity(codes, {str(cache_dir.resolve()): "<cache>", str(workdir): "<workdir>"})
     after = counters_now()
     compiled.load_stats = {"seconds": round(time.perf_counter() - t0, 3),
                            **{k: after[k] - before[k] for k in after}}

@@ -71,6 +71,7 @@ class TorchRunner(Runner):
         self.compiled = compiled
         self._prepared: tuple[Any, ...] | None = None
         self._batch = compiled.example_shapes[0][0] if compiled.example_shapes[0] else None
+        self.identity = compiled.identity
 
     # -- conversion -------------------------------------------------------------------------
     def _tensors(self, feeds: dict[str, np.ndarray]) -> tuple[Any, ...]:
@@ -97,6 +98,7 @@ class TorchRunner(Runner):
         from torch._inductor import config as inductor_config
 
         torch = self._torch
+        self.compiled.switch.live = True  # loaded ahead without running: the first run is here
         if self.compiled.cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()
         with inductor_config.patch(self.compiled.options), torch.no_grad():

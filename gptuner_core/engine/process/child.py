@@ -7,7 +7,8 @@ duplicate check) and ``run_candidate`` with ``ChildJob.artifact`` set (everythin
 With overlap on (``ChildJob.turn``) ``run_candidate`` builds, waits for its device turn
 (``engine.process.turn``) and measures in the same process: nothing is compiled twice.
 ``remeasure`` loads an existing artifact in a fresh process and measures it again (interleaved
-re-validation, drift sentinel, racing). Both take a :class:`ChildJob` and return a
+re-validation, drift sentinel, racing); its result's ``sha256`` is the identity of what it ran
+(``Runner.identity``, else the artifact's bytes), which a round checks against the screened build. Both take a :class:`ChildJob` and return a
 :class:`ChildResult` (as JSON, through ``isolation``); the parent classifies.
 """
 
@@ -226,14 +227,18 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
         )
     else:
         build = ensure_built(job, backend)
-    loaded = backend.load(build)  # torch: the route compiled again from the warm Inductor cache
-    if job.turn.get("wait"):  # a round's process started ahead: measure when it is our turn
+    ahead = bool(job.turn.get("wait"))  # a round's process started ahead of its turn
+    # torch: the route compiled again from the warm Inductor cache (ahead: without running it)
+    loaded = backend.load_ahead(build) if ahead else backend.load(build)
+    identity = loaded.identity or file_sha256(build.artifact)  # what runs: checked by the round
+    if ahead:  # measure when it is our turn
         from gptuner_core.engine.process.turn import wait_turn
 
         wait_turn(workdir, phase)
     phase("measure")
     with loaded as runner:
-        return ChildResult(state=CandidateState.COMPLETE, **_measure(runner, job)).to_json()
+        return ChildResult(state=CandidateState.COMPLETE, sha256=identity,
+                           **_measure(runner, job)).to_json()
 
 
 def ensure_built(job: ChildJob, backend: Any) -> Any:
