@@ -2,7 +2,7 @@
 
 Two finalists 1.5 % apart both beat the default; the interleaved rounds do not tell them apart,
 so the larger point estimate is timing noise, and re-running the study named the other one.
-Among winners the rounds do not separate (``measurement.sequential.tie_group``) the study names
+Among winners the rounds do not separate (``measurement.round_pairs.tie_group``) the study names
 the first by one documented order that timing cannot flip (:data:`RULE`):
 
 1. the smaller accuracy loss (the worst per-output loss of the gate, to two significant

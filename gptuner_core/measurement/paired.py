@@ -21,7 +21,7 @@ median of the same round. Two intervals, both for the centre of the log ratio:
   it keeps the power a 10 % effect needs (simulated: 180/200 winners vs 47 for the rank interval
   over all rounds and 23 for the t-interval, 30 % of processes in a 2x slower regime).
 
-``"auto"`` (``sequential.choose_method``) takes ``"matched"`` when either route's own per-process
+``"auto"`` (``round_pairs.choose_method``) takes ``"matched"`` when either route's own per-process
 medians are bimodal (:mod:`gptuner_core.measurement.regimes`), else ``"t"``; ``"matched"`` falls
 back to ``"rank"`` over all rounds when the pooled values show no two regimes or fewer than 2
 rounds match (a large real effect, not a regime, then separates the pooled values).

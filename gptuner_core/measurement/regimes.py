@@ -6,7 +6,7 @@ t-interval over such data mixes two populations; a route that happens to draw th
 more often looks faster. So regimes are detected and reported (measurement health), and the
 re-validation verdict compares only rounds whose two processes landed in the same regime when
 the contender's or the default's per-process medians are bimodal
-(:func:`gptuner_core.measurement.sequential.choose_method`, ``paired.matched_rounds``).
+(:func:`gptuner_core.measurement.round_pairs.choose_method`, ``paired.matched_rounds``).
 
 Detection (:func:`detect_regimes`): the best two-cluster split of the log values (the split of the
 sorted values that minimises the within-cluster sum of squares, i.e. 1-D 2-means / Otsu). The
