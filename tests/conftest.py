@@ -51,6 +51,7 @@ def unit_of(nodeid: str) -> str:
     return next((key for key, files in SHARED_UNITS.items() if path in files), path)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: the suite still runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
     """Units of :func:`unit_of`, in collection order (heaviest first, see below), for the
     load-balancing modes; ``--dist each`` and the like keep xdist's own scheduler."""
