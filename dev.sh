@@ -62,7 +62,7 @@ case "${1:-}" in
     shift
     setup_python
     setup_browser
-    # The suite mostly waits (on tuner processes, servers, browsers): 4 workers overlap that on
+    # Much of the suite waits (on tuner processes, servers, browsers): 4 workers overlap that on
     # 2 cores. A test file is one unit of work, files sharing a real study one unit with it
     # (tests/conftest.py). A -n, --dist or -p no:xdist of the caller replaces these defaults.
     parallel=(-n "${GPTUNER_TEST_WORKERS:-4}")
