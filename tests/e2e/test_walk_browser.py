@@ -25,8 +25,10 @@ pytestmark = [
 ]
 ARTIFACTS = ROOT / "test-artifacts"
 EXPRESSION = "-quant:mode=[off|qdq|dynamic] -quant:reduce_range=[off|on]"
-#: every text field the walk fills, by label, with the value it must keep
-TYPED = {"ε (route fails if loss ≥ ε)": "0.05", "Max candidates (blank = no limit)": "6",
+#: every text field the walk fills, by label, with the value it must keep; 3 candidates of the 6
+#: routes: enough to stop and resume a study, and the study runs twice (Start, then the route
+#: trace's command line), so each candidate costs the walk two builds and measurements
+TYPED = {"ε (route fails if loss ≥ ε)": "0.05", "Max candidates (blank = no limit)": "3",
          "Seed": "7", "Re-validate top k": "0", "max_time_s (default: 10)": "0.3",
          "Study name": "walk"}
 

@@ -74,12 +74,15 @@ class TestProfileSchema:
         assert len(gemm_origins) == 4 and sum(len(o) == 2 for o in gemm_origins) == 3
         diff = diff_profiles(*profs)
         # INT8 is faster on a CPU with VNNI and can be slower without, and the two can also
-        # come out even (a clean-clone run here: 0.171 vs 0.172 ms): either way the QGemm
-        # kernels are where the time moved, and an even total is said to be within noise.
+        # come out even (a clean-clone run here: 0.171 vs 0.172 ms); which groups are beyond
+        # their noise is the machine's timing. What the diff must get right on any machine: each
+        # Gemm lined up with the QGemm the INT8 route runs for it, and an even total said so.
         if not diff.significant:
-            assert "the profiled end-to-end difference is within noise (the profiles alone, not the verdict); layers that differ" in diff.summary()
-        assert diff.sources(), diff.summary()
-        assert all(r.op == "Gemm" and "QGemm" in r.b_kinds and r.b_precision == "INT8" for r in diff.sources())
+            assert "the profiled end-to-end difference is within noise (the profiles alone, not the verdict)" in diff.summary()
+        gemms = [r for r in diff.rows if r.op == "Gemm"]
+        assert len(gemms) == 4, [r.group for r in diff.rows]
+        assert all("QGemm" in r.b_kinds and "INT8" in r.b_precision.split("/") for r in gemms), gemms
+        assert set(diff.sources()) <= set(diff.rows)
 
 
 class TestSeparation:
@@ -110,32 +113,31 @@ class TestSeparation:
 
 class TestInt8Diff:
     def test_diff_names_the_quantized_conv_and_gemm_nodes_as_the_sources(self, profiles, cnn_builds):
-        """INT8 (QOperator) vs the default on cnn_digits: the difference comes from the quantized
-        Conv/Gemm nodes, each shown with its kernel and precision change.
+        """INT8 (QOperator) vs the default on cnn_digits: every quantized Conv/Gemm node is lined
+        up with its INT8 kernel, and the kernel change is named.
 
         The direction and size depend on the CPU (INT8 wins with VNNI, CI's machines have seen
         it lose 1.48x without, and a clean-clone run here saw 1.03x, within the profile noise),
-        so the test holds the diff to naming the right cause in any case: a total within noise
-        is said so, and the layers that differ are still named."""
+        and which groups are beyond their own noise (the sources) and which leads is the
+        machine's timing (under two CPU hogs a MaxPool led): the test holds the diff to naming
+        the right kernels in any case, a total within noise is said so, and the summary names
+        the leading sources, whatever they are."""
         quantized = set(cnn_builds["-quant:mode=qoperator"][0].info["quantized_nodes"])
         diff = diff_profiles(profiles[""], profiles["-quant:mode=qoperator"], label_a="#0", label_b="#1")
         if not diff.significant:
-            assert "the profiled end-to-end difference is within noise (the profiles alone, not the verdict); layers that differ" in diff.summary()
-        sources = diff.sources()
-        assert sources, diff.summary()
-        top = sources[0]
-        assert top.op == "Conv" and set(top.origins) & quantized
-        # the group may hold the DequantizeLinear after the Conv too (precision "INT8/FP32"):
-        # which quantized Conv group leads depends on the timings, the kernel change does not
-        assert "QLinearConv" in top.b_kinds and "INT8" in top.b_precision.split("/") and top.a_precision == "FP32"
-        # the kernels of the group in layer order: the input's QuantizeLinear (and a Transpose)
-        # sometimes falls into the first Conv's group, so QLinearConv need not come first
-        assert any(c.startswith("kernel Conv -> ") and "QLinearConv" in c for c in top.changes), top.changes
-        gain = sum(r.delta_ms for r in sources)
-        from_quantized = sum(r.delta_ms for r in sources if r.op in ("Conv", "Gemm") and set(r.origins) & quantized)
-        assert from_quantized / gain >= 0.75, diff.summary()
-        assert top.group in diff.summary()
-        assert all(r.group.startswith(r.origins[0]) or r.op != "Conv" for r in sources), "anchor = the Conv"
+            assert "the profiled end-to-end difference is within noise (the profiles alone, not the verdict)" in diff.summary()
+        convs = [r for r in diff.rows if r.op == "Conv"]
+        assert len(convs) == 4 and all(set(r.origins) & quantized for r in convs), [r.group for r in diff.rows]
+        for r in convs:
+            # the group may hold the DequantizeLinear after the Conv too (precision "INT8/FP32")
+            assert "QLinearConv" in r.b_kinds and "INT8" in r.b_precision.split("/") and r.a_precision == "FP32", r
+            # the kernels of the group in layer order: the input's QuantizeLinear (and a Transpose)
+            # sometimes falls into the first Conv's group, so QLinearConv need not come first
+            assert any(c.startswith("kernel Conv -> ") and "QLinearConv" in c for c in r.changes), r.changes
+            assert r.group.startswith(r.origins[0]), "anchor = the Conv"
+        gemms = [r for r in diff.rows if r.op == "Gemm" and set(r.origins) & quantized]
+        assert gemms and all("QGemm" in r.b_kinds for r in gemms), [r.group for r in diff.rows]
+        assert all(r.group in diff.summary() for r in diff.sources()[:3]), diff.summary()
 
     def test_a_delta_within_noise_is_not_a_source(self, profiles):
         """The same build profiled against itself: no row is presented as a cause."""
