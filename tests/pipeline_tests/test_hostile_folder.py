@@ -246,6 +246,26 @@ def test_continue_says_the_stored_output_was_not_written(status: str, study: Pat
     assert str(stored) not in capsys.readouterr().err
 
 
+def test_continue_runs_a_failed_default_again(study: Path, tmp_path: Path) -> None:
+    """Defect (issue 43 item 1): the default route's child SIGKILLed from outside left the study
+    'failed' with #0 CRASHED ("killed: out of memory?"); neither `--continue` nor `--continue
+    --extend` ran #0 again, so the study could never finish. The default defines 1.0x: a study
+    that failed on it runs it again on --continue (and finishes with the same candidates)."""
+    copy = _copy(study, tmp_path)
+    with open_store(copy, readonly=True) as store:
+        routes = sorted(r.requested_route for r in store.candidates())
+    _sql(copy, "DELETE FROM candidates WHERE number > 0")
+    _sql(copy, "UPDATE candidates SET state = 'CRASHED', error = ? WHERE number = 0",
+         ("child killed by signal 9 (SIGKILL) during measure (killed: out of memory?)",))
+    _sql(copy, "UPDATE meta SET value = '\"failed\"' WHERE key = 'status'")
+    assert main(["tune", "--study", str(copy), "--continue", "--quiet"]) == 0
+    with open_store(copy, readonly=True) as store:
+        records = store.candidates()
+        assert store.get_meta("status") == "finished"
+    assert sorted(r.requested_route for r in records) == routes
+    assert all(r.state.value == "COMPLETE" for r in records), [(r.number, r.state, r.error) for r in records]
+
+
 def test_a_partial_bundle_is_finished_by_running_bundle_again(study: Path, tmp_path: Path) -> None:
     """Defect: killed while writing the bundle, the folder held `.samples.json.tmp-18852` and no
     manifest; the next run refused it ('already exists and is not an empty folder')."""
