@@ -247,7 +247,11 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
         ("expr_open", ["tuning_expr"]), ("expr_noname", ["tuning_expr"]), ("expr_empty_list", ["tuning_expr"]),
         ("route_bad", ["build_route"]), ("default_bad", ["default_build_route"]),
         ("iter_neg", ["iter", "-1"]), ("crash_str", ["crash"]), ("header_row", ["header"]),
+        # issue 43: integers past Python's 4,300-digit limit were a ValueError traceback
+        ("int_4400", ["line 3", "an integer of 4401 digits"]), ("iter_4400", ["line 3", "4401 digits"]),
+        ("hdr_4400", ["line 1", "4400 digits"]),
     ]],
+    *[(["cache", "show", f"{{cache_{name}}}"], ["digits"]) for name in ("int_4400", "iter_4400", "hdr_4400")],
     # replay / revalidate / explain / diff
     (["replay", "{none}"], ["{none}"]),
     (["replay", "{ns}"], ["{ns}"]),

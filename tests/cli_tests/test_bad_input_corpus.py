@@ -110,7 +110,7 @@ def _cache(tmp: Path, name: str, *, header: dict | None = None, rows: list[str] 
             "searching_algorithm": "fast", "command_line": "trtexec", "default_build_route": "-a=on",
             "tuning_expr": "-a=[on|off]", "files": {"onnx": "m.onnx"}, "argv": ["trtexec"], **(header or {})}
     ok = '{"iter":0,"build_route":"-a=on","crash":false,"error_message":"","accuracy_loss":null,"gpu_time":0.5}'
-    text = json.dumps(head, separators=(",", ":")).replace('"EPS"', "1" * 400)
+    text = json.dumps(head, separators=(",", ":")).replace('"EPS4400"', "1" * 4400).replace('"EPS"', "1" * 400)
     (tmp / f"cache_{name}.jsonl").write_text("\n".join([text, ok, *(rows or [])]) + "\n")
 
 
@@ -161,6 +161,8 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "expr_empty_list": {"header": {"tuning_expr": "-a=[]"}}, "route_bad": {"rows": [_row(route="a b")]},
         "default_bad": {"header": {"default_build_route": "on"}}, "iter_neg": {"rows": [_row(it="-1")]},
         "crash_str": {"rows": [_row(crash='"no"')]}, "header_row": {"header": {"iter": 0, "build_route": "-a=on"}},
+        "int_4400": {"rows": [_row("1" + "0" * 4400)]}, "iter_4400": {"rows": [_row(it="1" + "0" * 4400)]},
+        "hdr_4400": {"header": {"accuracy_parameter": {"epsilon": "EPS4400"}}},
     }.items():
         _cache(tmp, name, **kwargs)
     base = {"model": str(model), "backend": "gptuner_core.testing.faulty_backend:FaultyBackend",

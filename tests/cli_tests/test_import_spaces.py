@@ -85,6 +85,11 @@ def test_an_infeasible_route_is_a_spent_failed_build(capsys, tmp_path, files):
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 3, "time": 1.0}}}', "auto", "a=3 is not one of"),
     (b'{"tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "auto", "no parameter has more"),
     (b'{"x": 1}', "auto", "neither a T4 file|tuning cache"),  # with --study: read as trtexec's
+    # issue 43: OverflowError (a 401-digit integer), ValueError (over 4,300 digits) were tracebacks
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1' + b"0" * 400 + b'}}}', "auto",
+     "an integer of 401 digits"),
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1' + b"0" * 4400 + b'}}}', "auto",
+     "an integer of 4401 digits"),
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "t4", "not a t4 file"),
 ])
 def test_a_bad_file_is_one_line_exit_2_and_nothing_written(capsys, tmp_path, content, fmt, fragment):
