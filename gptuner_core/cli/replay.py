@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from gptuner_core.views.curves import RandomBaseline
 
 
+#: replay seeds at most: each seed of a large space takes minutes (99999999999 ran until killed)
+MAX_SEEDS = 1000
+
+
 class ReplayCommand(Command):
     name = "replay"
     help = "replay a search strategy on a recorded study (offline, deterministic)"
@@ -38,8 +42,8 @@ class ReplayCommand(Command):
                             help=f"strategies to replay, comma-separated (default: {DEFAULT_STRATEGY})")
         parser.add_argument("--budget", default="20%", metavar="N|P%",
                             help="builds, or a percentage of the full space (default: 20%%)")
-        parser.add_argument("--seeds", type=at_least(1), default=1, metavar="K",
-                            help="replay seeds 0..K-1 (default: 1)")
+        parser.add_argument("--seeds", type=at_least(1, MAX_SEEDS), default=1, metavar="K",
+                            help=f"replay seeds 0..K-1 (default: 1; at most {MAX_SEEDS})")
         parser.add_argument("--strategy-option", action="append", default=[], metavar="KEY=VALUE")
         parser.add_argument("--warm-start", action="append", default=[], metavar="STUDY_OR_RECORDING",
                             help="start from what an earlier study or recording of the same knobs learned")
@@ -69,10 +73,18 @@ class ReplayCommand(Command):
             if not eq or not key:
                 msg = f"--strategy-option expects KEY=VALUE (got {item!r})"
                 raise UsageError(msg)
+            if key == "seed":  # each replay's seed is one of 0..K-1
+                msg = (f"--strategy-option seed={value}: replay sets the strategy's seed itself, one run "
+                       "per seed 0..K-1 (expected --seeds K instead)")
+                raise UsageError(msg)
             opts[key] = value
         warnings.simplefilter("ignore", FutureWarning)
         recording = load_recording(args.study)  # loaded and indexed once for every seed
-        budget = parse_budget(args.budget, recording.expression.count("full"))
+        space = recording.expression.count("full")
+        budget = parse_budget(args.budget, space)
+        if budget > space:  # as '150%' is refused: more builds than routes is no budget
+            msg = (f"--budget: at most the space's {space} routes (100%) can be built (got {args.budget!r})")
+            raise UsageError(msg)
         warm = _warm_start(recording, args.warm_start)
         prior = None  # every result of the warm-start sources, for strategies that model (bo)
         if warm:

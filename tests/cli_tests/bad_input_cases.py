@@ -265,6 +265,11 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     (["replay", "{s}", "--strategy-option", "bogus=1"], ["unknown option(s) ['bogus']"]),
     (["replay", "{s}", "--strategy-option", "noeq"], ["--strategy-option", "'noeq'"]),
     (["replay", "{s}", "--search", "race", "--strategy-option", "eta=0.5"], ["eta", "0.5"]),
+    # issue 43: a TypeError traceback; runs until killed (minutes per seed); accepted past the space
+    (["replay", "{s}", "--budget", "5", "--search", "random", "--strategy-option", "seed=3"],
+     ["--strategy-option seed", "--seeds"]),
+    (["replay", "{s}", "--seeds", "99999999999"], ["--seeds", "'99999999999'", "<= 1000"]),
+    (["replay", "{s}", "--budget", "1000000000"], ["budget", "1000000000", "at most", "routes"]),
     (["revalidate", "{s}", "0"], ["B"]),
     (["revalidate", "{s}", "0", "x"], ["'x'"]),
     (["revalidate", "{s}", "0", "-1"], ["'-1'"]),
