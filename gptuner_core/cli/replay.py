@@ -92,6 +92,10 @@ class ReplayCommand(Command):
 
             prior = load_prior(args.warm_start, recording.expression)
         rand = None if args.no_curve else random_baseline(recording, budget)
+        if not args.no_curve and rand is None:
+            from gptuner_core.views.curves import baseline_note
+
+            print(baseline_note(recording))
         for name in names:
             results = []
             for seed in range(args.seeds):

@@ -277,3 +277,24 @@ def test_retune_replays_the_new_recording_not_the_old_ones_option(capsys, tmp_pa
     assert faster  # routes whose latency differs between the two GPUs: they come from NEW
     for rec in faster:
         assert rec.latency.median_ms == replayed.lookup(rec.requested_route).latency.median_ms
+
+
+def test_a_space_too_large_to_enumerate_replays_and_reports(capsys, tmp_path):
+    """Defect (issue 43 item 3): a 10^20-route Kernel Tuner space imported, then `replay` and
+    `report` crashed ("Maximum allowed dimension exceeded": random search's baseline laid out
+    every route). They work, without the random-search baseline, which says why."""
+    params = {f"p{i}": list(range(10)) for i in range(20)}
+    cache = {}
+    for k in range(3):
+        entry = {f"p{i}": (k + i) % 10 for i in range(20)}
+        cache[",".join(str(entry[f"p{i}"]) for i in range(20))] = {**entry, "time": 1.0 + k}
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps({"tune_params": params, "tune_params_keys": list(params), "cache": cache}))
+    rec, study = tmp_path / "rec.json", tmp_path / "study"
+    assert run(capsys, "import", str(src), "--out", str(rec))[0] == 0
+    assert run(capsys, "import", str(src), "--study", str(study))[0] == 0
+    for argv in (["replay", str(rec), "--budget", "5"], ["replay", str(study), "--budget", "5", "--search", "random"],
+                 ["report", str(study), "-o", str(tmp_path / "r.html")]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and "Traceback" not in err, (argv, err)
+    assert "random search's baseline" in run(capsys, "replay", str(rec), "--budget", "5")[1]
