@@ -1,7 +1,6 @@
 """Parsing user JSON files in one place: a decode error, a document nested too deeply to parse
-(``RecursionError`` in the stdlib parser) and an integer no float can hold (an ``OverflowError``
-wherever it is used as a number; past 4,300 digits the stdlib's own ``ValueError``) give the
-same one-line message shape."""
+(``RecursionError`` in the stdlib parser) and an integer past the stdlib's 4,300 digits (its own
+``ValueError``) give the same one-line message shape."""
 
 from __future__ import annotations
 
@@ -11,9 +10,10 @@ from typing import Any
 from gptuner_core.errors import GptunerError
 
 
-#: digits of the longest integer a file may hold: a float holds 309 (1.8e308), and every number
-#: read is used as one somewhere (a time, a count, a knob value)
-MAX_INT_DIGITS = 309
+#: digits of the longest integer a file may hold: the stdlib refuses to parse longer ones (a
+#: ``ValueError`` that is no JSON error); shorter ones a float cannot hold (over 309 digits) are
+#: refused by the field that reads them, which can name it
+MAX_INT_DIGITS = 4300
 
 
 class IntegerTooLong(ValueError):
@@ -23,7 +23,7 @@ class IntegerTooLong(ValueError):
 def _int(text: str) -> int:
     digits = len(text) - text.startswith("-")
     if digits > MAX_INT_DIGITS:
-        msg = f"an integer of {digits} digits (expected a number a float can hold: at most {MAX_INT_DIGITS} digits)"
+        msg = f"an integer of {digits} digits (expected a number: at most {MAX_INT_DIGITS} digits)"
         raise IntegerTooLong(msg)
     return int(text)
 

@@ -249,7 +249,7 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
         ("iter_neg", ["iter", "-1"]), ("crash_str", ["crash"]), ("header_row", ["header"]),
         # issue 43: integers past Python's 4,300-digit limit were a ValueError traceback
         ("int_4400", ["line 3", "an integer of 4401 digits"]), ("iter_4400", ["line 3", "4401 digits"]),
-        ("hdr_4400", ["line 1", "4400 digits"]),
+        ("hdr_4400", ["4400 digits"]),
     ]],
     *[(["cache", "show", f"{{cache_{name}}}"], ["digits"]) for name in ("int_4400", "iter_4400", "hdr_4400")],
     # replay / revalidate / explain / diff
@@ -338,6 +338,13 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     (["retune", "{s}", "--model", "{m}", "--study", "{new}", "--measure-option", "bogus=1"], ["bogus"]),
     (["retune", "{s}", "--model", "{m}", "--study", "{s}"], ["the study's own"]),
     (["retune", "{none}", "--model", "{m}", "--study", "{new}"], ["{none}"]),
+    # issue 43: a refused retune wrote an empty NEW/lineage/ (the dataset's case: test_retune)
+    (["retune", "{s}", "--model", "{t}", "--study", "{new}"], ["{t}"]),
+    (["retune", "{s}", "--model", "{g}", "--study", "{new}"], ["{g}"]),
+    # issue 43: study.sqlite made a folder: study.json and the inputs were rewritten, then a
+    # misleading "created meanwhile by another tuner"
+    (["tune", "--study", "{sqldir}", "--continue", "--quiet"], ["study.sqlite", "is a folder"]),
+    (["show", "{sqldir}"], ["study.sqlite", "folder"]),
     (["retune", "{ns}", "--model", "{m}", "--study", "{new}"], ["{ns}"]),
     (["doctor", "--workdir", "{t}"], ["--workdir", "{t}"]),
     (["nope"], ["unknown command 'nope'"]),

@@ -150,6 +150,9 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
     assert main(["tune", str(sweep), "--backend", "replay", "--expr", str(load_recording(sweep).expression),
                  "--study", str(study), "--max-candidates", "4", "--revalidate-top-k", "0",
                  "--drift-every", "0", "--quiet"]) == 0
+    sqldir = tmp / "sqldir"  # the study with its store made a folder (issue 43)
+    shutil.copytree(study, sqldir, ignore=shutil.ignore_patterns("study.sqlite*"))
+    (sqldir / "study.sqlite").mkdir()
     (tmp / "bundle").mkdir()  # gate refuses every case below before reading its baseline
     (tmp / "bundle" / "manifest.json").write_text("{}")
     (tmp / "slink").symlink_to(study)
@@ -183,7 +186,7 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "lj": "list.json", "x": "expr.txt", "ns": "notastudy", "db": "db.json", "db2": "db2.json",
         "c": "cache.jsonl", "s": "study", "b": "bundle", "slink": "slink", "new": "new_study",
         "newdir": "new_dir", "out": "out.file", "none": "missing.file", "metrics": "metrics.py",
-        "broken_py": "broken.py",
+        "broken_py": "broken.py", "sqldir": "sqldir",
     }
     values = {k: str(tmp / v) for k, v in names.items()}
     values.update({p.stem: str(p) for p in tmp.glob("c*_*.json*")})

@@ -87,7 +87,7 @@ def test_an_infeasible_route_is_a_spent_failed_build(capsys, tmp_path, files):
     (b'{"x": 1}', "auto", "neither a T4 file|tuning cache"),  # with --study: read as trtexec's
     # issue 43: OverflowError (a 401-digit integer), ValueError (over 4,300 digits) were tracebacks
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1' + b"0" * 400 + b'}}}', "auto",
-     "an integer of 401 digits"),
+     "'time' must be a positive number"),
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1' + b"0" * 4400 + b'}}}', "auto",
      "an integer of 4401 digits"),
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "t4", "not a t4 file"),
