@@ -154,7 +154,7 @@ def retune(
         msg = f"--study '{new}' already holds a study (expected a new folder for the re-tuned study)"
         raise ConfigError(msg)
     old_config, old_fp, route, why = _old_route(old)
-    cfg = StudyConfig.from_json(dict(old_config))
+    cfg = StudyConfig.from_json(StudyConfig.settings_of(old_config))
     changes: dict[str, Any] = {
         "model": str(Path(model).resolve()), "output": None,
         "warm_start": (str(old), *(str(Path(w).resolve()) for w in warm_start)),

@@ -375,7 +375,9 @@ def stored_settings(study: Path) -> dict[str, Any]:
                     "run the tune command that created it again") if left else f"expected {ws.store}"
             msg = f"nothing to continue: no study in '{study}' ({what})"
             raise StoreError(msg)
-    return data
+    from gptuner_core.config import StudyConfig
+
+    return StudyConfig.settings_of(data)
 
 
 def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None = None,  # noqa: ANN201 - StudyConfig

@@ -88,8 +88,8 @@ class SQLiteOpening:
 
     def _open_reader(self) -> sqlite3.Connection:
         if not self.path.is_file():
-            found = " (found a folder there)" if self.path.is_dir() else ""
-            msg = f"no study found in '{self.study_dir}' (expected the SQLite file {self.path}{found})"
+            found = f"the SQLite file {self.path}; found a folder there" if self.path.is_dir() else self.path
+            msg = f"no study found in '{self.study_dir}' (expected {found})"
             raise StoreError(msg)
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         try:

@@ -298,3 +298,17 @@ def test_a_space_too_large_to_enumerate_replays_and_reports(capsys, tmp_path):
         code, out, err = run(capsys, *argv)
         assert code == 0 and "Traceback" not in err, (argv, err)
     assert "random search's baseline" in run(capsys, "replay", str(rec), "--budget", "5")[1]
+
+
+def test_an_imported_study_is_extended_and_retuned(capsys, tmp_path, files):
+    """Defect (issue 43 item 6): a study made by `import --study` could not be re-tuned or
+    extended ("unknown field(s) ['imported', 'model_family', 'space']"), while one tuned with
+    `--backend replay` could."""
+    study, rec = tmp_path / "imported", tmp_path / "rec.json"
+    assert run(capsys, "import", str(files[1]), "--study", str(study))[0] == 0
+    assert run(capsys, "import", str(files[1]), "--out", str(rec))[0] == 0
+    code, out, err = run(capsys, "tune", "--study", str(study), "--continue", "--extend", "--quiet")
+    assert code == 0 and "finished" in out, err
+    code, out, err = run(capsys, "retune", str(study), "--model", str(rec), "--study", str(tmp_path / "new"),
+                         "--max-candidates", "5")
+    assert code == 0 and "old winner holds" in out, err
