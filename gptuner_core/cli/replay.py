@@ -118,9 +118,11 @@ def _warm_start(recording: Recording, sources: list[str]) -> list[Route]:
     if not sources:
         return []
     from gptuner_core.recording import load_recording
+    from gptuner_core.strategies.warm_start import check_sources
     from gptuner_core.strategies.warm_start import model_family
     from gptuner_core.strategies.warm_start import warm_start_routes
 
+    check_sources(sources, recording.db, model_family(recording.config))  # as tune refuses them
     warm = warm_start_routes(sources, recording.expression, db=recording.db,
                              model_family_name=model_family(recording.config))
     print(f"warm start from {', '.join(sources)}: {len(warm)} route(s)"

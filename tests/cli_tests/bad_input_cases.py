@@ -268,6 +268,7 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     # issue 43: a TypeError traceback; runs until killed (minutes per seed); accepted past the space
     (["replay", "{s}", "--budget", "5", "--search", "random", "--strategy-option", "seed=3"],
      ["--strategy-option seed", "--seeds"]),
+    (["replay", "{s}", "--warm-start", "{kt_rec}"], ["--warm-start", "{kt_rec}", "other knobs"]),
     (["replay", "{s}", "--seeds", "99999999999"], ["--seeds", "'99999999999'", "<= 1000"]),
     (["replay", "{s}", "--budget", "1000000000"], ["budget", "1000000000", "at most", "routes"]),
     (["revalidate", "{s}", "0"], ["B"]),

@@ -150,6 +150,10 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
     assert main(["tune", str(sweep), "--backend", "replay", "--expr", str(load_recording(sweep).expression),
                  "--study", str(study), "--max-candidates", "4", "--revalidate-top-k", "0",
                  "--drift-every", "0", "--quiet"]) == 0
+    from gptuner_core.testing.spaces import write_spaces
+
+    kt_rec = tmp / "kt.recording.json"  # a recording of other knobs: a Kernel Tuner space (issue 43)
+    assert main(["import", str(write_spaces(tmp_path_factory.mktemp("kt"))[1]), "--out", str(kt_rec)]) == 0
     sqldir = tmp / "sqldir"  # the study with its store made a folder (issue 43)
     shutil.copytree(study, sqldir, ignore=shutil.ignore_patterns("study.sqlite*"))
     (sqldir / "study.sqlite").mkdir()
@@ -186,7 +190,7 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "lj": "list.json", "x": "expr.txt", "ns": "notastudy", "db": "db.json", "db2": "db2.json",
         "c": "cache.jsonl", "s": "study", "b": "bundle", "slink": "slink", "new": "new_study",
         "newdir": "new_dir", "out": "out.file", "none": "missing.file", "metrics": "metrics.py",
-        "broken_py": "broken.py", "sqldir": "sqldir",
+        "broken_py": "broken.py", "sqldir": "sqldir", "kt_rec": "kt.recording.json",
     }
     values = {k: str(tmp / v) for k, v in names.items()}
     values.update({p.stem: str(p) for p in tmp.glob("c*_*.json*")})
