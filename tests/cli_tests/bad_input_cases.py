@@ -250,6 +250,9 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
         # issue 43: integers past Python's 4,300-digit limit were a ValueError traceback
         ("int_4400", ["line 3", "an integer of 4401 digits"]), ("iter_4400", ["line 3", "4401 digits"]),
         ("hdr_4400", ["4400 digits"]),
+        # issue 43: accepted before (a header-only cache, a repeated iter, a knob nothing names)
+        ("only_header", ["no iteration rows"]), ("iter_dup", ["line 4", "iter 1 repeats line 3"]),
+        ("knob_unknown", ["line 3", "knob -b", "neither"]),
     ]],
     *[(["cache", "show", f"{{cache_{name}}}"], ["digits"]) for name in ("int_4400", "iter_4400", "hdr_4400")],
     # replay / revalidate / explain / diff

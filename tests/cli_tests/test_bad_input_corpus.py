@@ -104,14 +104,15 @@ def test_the_corpus_is_large_and_covers_every_command():
     assert {argv[0] for argv, _ in CASES} >= set(cli._COMMANDS)  # noqa: SLF001
 
 
-def _cache(tmp: Path, name: str, *, header: dict | None = None, rows: list[str] | None = None) -> None:
+def _cache(tmp: Path, name: str, *, header: dict | None = None, rows: list[str] | None = None,
+           first: bool = True) -> None:
     head = {"tuner_version": "2.19.45", "accuracy_algorithm": "L0",
             "accuracy_parameter": {"atol": 1e-5, "rtol": 1e-5, "epsilon": 0.0},
             "searching_algorithm": "fast", "command_line": "trtexec", "default_build_route": "-a=on",
             "tuning_expr": "-a=[on|off]", "files": {"onnx": "m.onnx"}, "argv": ["trtexec"], **(header or {})}
     ok = '{"iter":0,"build_route":"-a=on","crash":false,"error_message":"","accuracy_loss":null,"gpu_time":0.5}'
     text = json.dumps(head, separators=(",", ":")).replace('"EPS4400"', "1" * 4400).replace('"EPS"', "1" * 400)
-    (tmp / f"cache_{name}.jsonl").write_text("\n".join([text, ok, *(rows or [])]) + "\n")
+    (tmp / f"cache_{name}.jsonl").write_text("\n".join([text, *([ok] if first else []), *(rows or [])]) + "\n")
 
 
 def _row(gpu: str = "0.4", loss: str = "null", route: str = "-a=off", it: str = "1", crash: str = "false") -> str:
@@ -170,6 +171,8 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "crash_str": {"rows": [_row(crash='"no"')]}, "header_row": {"header": {"iter": 0, "build_route": "-a=on"}},
         "int_4400": {"rows": [_row("1" + "0" * 4400)]}, "iter_4400": {"rows": [_row(it="1" + "0" * 4400)]},
         "hdr_4400": {"header": {"accuracy_parameter": {"epsilon": "EPS4400"}}},
+        "only_header": {"first": False}, "iter_dup": {"rows": [_row(it="1"), _row(it="1", route="-a=on")]},
+        "knob_unknown": {"rows": [_row(route="-b=on")]},
     }.items():
         _cache(tmp, name, **kwargs)
     base = {"model": str(model), "backend": "gptuner_core.testing.faulty_backend:FaultyBackend",
