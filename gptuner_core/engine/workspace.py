@@ -247,9 +247,11 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):  # the write's own path
+            exc.filename, exc.filename2 = None, str(path)
         raise
     fsync_dir(path.parent)
 

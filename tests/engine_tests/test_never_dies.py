@@ -309,6 +309,30 @@ class TestSignalsAndStatus:
         assert "Traceback" not in proc.stderr
         assert "File too large" in proc.stderr and "cannot set meta" not in proc.stderr
 
+    def test_disk_full_on_a_destination_names_the_destination(self, tmp_path, tiny_model, tiny_dataset):
+        """Defect (issue 43 item 7): a full disk under `report -o` said 'cannot access: File too
+        large' (no path), one under a copy named its source (the model) instead of its
+        destination, and a copied folder printed shutil's raw error list."""
+        import resource
+
+        study = tmp_path / "study"
+        assert main(_args(tiny_model, tiny_dataset, study, "--max-candidates", "1")) == 0
+
+        def small_files():  # writes past 4 KiB fail with EFBIG, as on a full disk
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        out = tmp_path / "out"
+        for argv, dest in ((["report", str(study), "-o", str(out / "r.html")], out / "r.html"),
+                           (["bundle", str(study), "-o", str(out / "b")], out / "b")):
+            out.mkdir(exist_ok=True)
+            proc = subprocess.run([sys.executable, "-m", "gptuner_core", *argv], env=env, cwd=REPO,
+                                  capture_output=True, text=True, preexec_fn=small_files, timeout=120)
+            err = proc.stderr.strip()
+            assert proc.returncode == 2 and "Traceback" not in err and err.count("\n") == 0, err
+            assert "File too large" in err and str(dest) in err and "[(" not in err, err
+
     def test_progress_never_exceeds_its_total(self, tmp_path, tiny_model, tiny_dataset, monkeypatch):
         """Item 8: progress read 25/24 when a strategy's plan left the default route out."""
         from gptuner_core.strategies.fast import EnumerationStrategy
