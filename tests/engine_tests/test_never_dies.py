@@ -333,6 +333,21 @@ class TestSignalsAndStatus:
             assert proc.returncode == 2 and "Traceback" not in err and err.count("\n") == 0, err
             assert "File too large" in err and str(dest) in err and "[(" not in err, err
 
+    def test_a_copy_error_names_its_destination_in_one_line(self):
+        """--output's copy: shutil.copytree's error list and a copy's (source, destination)
+        error become one line naming the destination (issue 43 item 7)."""
+        import errno
+        import shutil
+
+        from gptuner_core.errors import os_error_text
+
+        listed = shutil.Error([("/m/a.bin", "/out/.x.tmp/a.bin", "[Errno 28] No space left on device"),
+                               ("/m/b.bin", "/out/.x.tmp/b.bin", "[Errno 28] No space left on device")])
+        assert os_error_text(listed) == ("cannot copy '/m/a.bin' to '/out/.x.tmp/a.bin': [Errno 28] No space "
+                                         "left on device (and 1 more file(s))")
+        copied = OSError(errno.ENOSPC, "No space left on device", "/m/model.onnx", None, "/out/model.onnx")
+        assert os_error_text(copied) == "cannot write '/out/model.onnx': No space left on device"
+
     def test_progress_never_exceeds_its_total(self, tmp_path, tiny_model, tiny_dataset, monkeypatch):
         """Item 8: progress read 25/24 when a strategy's plan left the default route out."""
         from gptuner_core.strategies.fast import EnumerationStrategy
