@@ -65,6 +65,37 @@ def our_processes(token: str, study: Path | None) -> list[tuple[int, str]]:
     return found
 
 
+def children(pid: int) -> list[tuple[int, str]]:
+    """Live children of ``pid`` (not zombies), oldest first, with their command lines."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            if stat[0] in ("Z", "X") or int(stat[1]) != pid:
+                continue
+            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found.append((int(stat[19]), int(entry.name), cmdline.strip()))
+        except (OSError, IndexError, ValueError):
+            continue
+    return [(p, cmd) for _, p, cmd in sorted(found)]
+
+
+def fork_server_target(tuner: int, aim: str, study: Path) -> int | None:
+    """The pid a fork-server aim kills while the tuner lives: ``launcher`` (its launcher process),
+    ``default_child`` (the process of candidate #0 while it runs) or ``child`` (any candidate's,
+    drift's or re-validation's process); ``None`` while there is none."""
+    launchers = [p for p, cmd in children(tuner) if "launcher_main import serve" in cmd]
+    if aim == "launcher":
+        return launchers[0] if launchers else None
+    forked = [p for launcher in launchers for p, _ in children(launcher)]
+    if aim == "default_child":
+        running = (study / "candidates" / "00000").is_dir() and not (study / "candidates" / "00000" / "result.json").exists()
+        forked = forked if running and not (study / "candidates" / "00001").exists() else []
+    return forked[-1] if forked else None
+
+
 def wait_orphans(token: str, study: Path, grace: float) -> list[tuple[int, str]]:
     deadline = time.monotonic() + grace
     while (left := our_processes(token, study)) and time.monotonic() < deadline:

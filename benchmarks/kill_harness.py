@@ -8,12 +8,17 @@ children, SQLite), killed (SIGKILL to the tuner) when an *aim* fires: ``creation
 appearing: ``study.json`` and the inputs being written), ``output``/``bundle`` (while the
 ``--output`` artifact or its ``.bundle`` is being written), then resumed (``tune --continue`` when the
 folder holds an initialised study, a fresh ``tune`` otherwise, the other if the first refuses)
-until it finishes. Checked after every kill and study, against an uninterrupted control study:
+until it finishes. Fork-server aims ride along a launch while the tuner lives on (issue 43):
+``launcher`` (SIGKILL its launcher process), ``default_child`` (the process of candidate #0 while it
+runs), ``child`` (any candidate's, drift's or re-validation's process); that launch must still
+finish its work (the process runs again: the machinery's death is not the route's crash).
+Checked after every kill and study, against an uninterrupted control study:
 lost (a candidate committed as finished is missing or changed later), dup (a number or route
 twice), unusable (a folder neither ``--continue`` nor ``tune`` accepts), orphans (a process with
 the harness's marker in its environment, or naming the folder, alive ``--grace`` s after a kill),
 stale (``gptuner show`` says "running" with no tuner alive), drift (a control baseline never
-redone), reval (no re-validation/winner), output (finished without the ``--output`` artifact and a
+redone), reval (no re-validation/winner), infra (a candidate the control completed recorded
+CRASHED or TIMED_OUT), output (finished without the ``--output`` artifact and a
 bundle that verifies, or a partial one left), finished (status ``finished`` with every candidate).
 After each finished study, ``gptuner export STUDY --trtexec-cache F`` is killed too (``export``):
 ``F`` must then be absent or whole, and the same command run again must write it.
@@ -48,6 +53,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _kill_observe import environment  # noqa: E402
 from _kill_observe import folder_state  # noqa: E402
+from _kill_observe import fork_server_target  # noqa: E402
 from _kill_observe import our_processes  # noqa: E402
 from _kill_observe import read_study  # noqa: E402
 from _kill_observe import show_status  # noqa: E402
@@ -67,11 +73,13 @@ AIMS = {
     "revalidation": ("revalidation", "revalid", (0.0, 2.5)),
     "config": (None, None, (0.0, 0.005)), "output": (None, None, (0.0, 0.05)), "bundle": (None, None, (0.0, 0.4)),
 }
+#: fork-server aims (the tuner lives on): the process killed -> (low, high) delay after it appears
+FORK_AIMS = {"launcher": (0.0, 3.0), "default_child": (0.0, 0.4), "child": (0.0, 0.4)}
 #: aims armed by a file appearing (polled every 2 ms): glob patterns under the study's parent
 FILE_AIMS = {"output": ".{out}.tmp-*", "bundle": ".{out}.bundle.partial-*"}
 COLUMNS = ("kills", "before", "after", "lost", "dup", "unusable", "orphans", "stale", "drift", "reval", "output",
-           "finished")
-FAULTS = COLUMNS[3:11]
+           "infra", "finished")
+FAULTS = COLUMNS[3:12]
 
 
 @dataclass(kw_only=True)
@@ -163,25 +171,57 @@ def armed(aim: str, study: Path, since: float, state: dict[str, Any]) -> bool:
     return bool(word and word in state.get("phase", ""))
 
 
+def fork_kill(study: Path, tuner: int, fork: dict[str, Any], rng: random.Random, since: float,
+              resume: bool) -> dict[str, Any] | None:
+    """Kill the fork-server process ``fork["aim"]`` names (the tuner lives on), once: armed when
+    one first exists, fired at the first one present a random instant later. Returns the kill,
+    or ``None``."""
+    now = time.monotonic()
+    if fork["aim"] == "default_child" and ((study / "candidates" / "00001").exists()
+                                           or (study / "candidates" / "00000" / "result.json").exists()):
+        fork["done"] = True  # the default's process is over in this launch: nothing to aim at
+        return None
+    pid = fork_server_target(tuner, fork["aim"], study)
+    if pid is None:  # (short-lived children: the next one present after the instant is killed)
+        return None
+    if fork.get("at") is None:
+        fork["at"] = now + rng.uniform(*FORK_AIMS[fork["aim"]])
+        return None
+    if now < fork["at"]:
+        return None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+        fork["done"] = True
+        return {"killed": True, "aim": fork["aim"], "phase": f"fork:{observed_phase(study, since, resume)}",
+                "resume": resume, "tuner_alive": True}
+    return None
+
+
 def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, expr: str,
-           token: str, logs: Path, timeout: float = 600.0) -> dict[str, Any]:
-    """Run one ``tune``; kill it when ``aim`` fires. Returns what happened."""
+           token: str, logs: Path, timeout: float = 600.0, fork: str | None = None) -> dict[str, Any]:
+    """Run one ``tune``; kill it when ``aim`` fires, and on the way the fork-server process
+    ``fork`` names (:func:`fork_kill`). Returns what happened (``fork_kills``: those kills)."""
     log = logs / f"{study.name}_{len(list(logs.glob(study.name + '_*'))):02d}.log"
     since = time.time()
     t0 = time.monotonic()
     with log.open("w") as fh:
         proc = subprocess.Popen(tune_argv(study.dir, resume=resume, expr=expr), stdout=fh, stderr=fh,
                                 env=environment(token), start_new_session=True)
-    fire_at, state = None, {}
-    if aim in ("early", "random"):
+    fire_at, state, forked = None, {}, []
+    watch = {"aim": fork} if fork else {"done": True}
+    if aim in ("early", "random") and not fork:  # else armed (at once) after the fork-server kill
         fire_at = t0 + rng.uniform(*AIMS[aim][2])
-    while proc.poll() is None:
+    while proc.poll() is None:  # the tuner's kill waits for the fork-server kill (done or given up)
+        if not watch.get("done"):
+            kill = fork_kill(study.dir, proc.pid, watch, rng, since, resume)
+            if kill is not None:
+                forked.append({**kill, "after_s": round(time.monotonic() - t0, 3), "log": str(log)})
         now = time.monotonic()
         if now - t0 > timeout:
             aim, fire_at = "timeout", now
         if fire_at is None and aim in ("candidate", "drift") and armed("revalidation", study.dir, since, state):
             aim = "revalidation"  # that phase is over for this launch: aim at the next one
-        if fire_at is None and aim is not None and armed(aim, study.dir, since, state):
+        if fire_at is None and aim is not None and watch.get("done") and armed(aim, study.dir, since, state):
             low, high = AIMS[aim][2]
             if aim == "creation":  # at once (30 %), within 30 ms (40 %) or within 0.5 s (30 %)
                 high = rng.choices([0.0, 0.03, high], [3, 4, 3])[0]
@@ -193,9 +233,10 @@ def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, e
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             return {"killed": True, "aim": aim, "phase": phase, "after_s": round(now - t0, 3),
-                    "resume": resume, "log": str(log)}
-        time.sleep(0.002 if aim in ("creation", "config", *FILE_AIMS) else 0.02)
-    return {"killed": False, "rc": proc.returncode, "resume": resume, "message": tail(log), "log": str(log)}
+                    "resume": resume, "log": str(log), "fork_kills": forked}
+        time.sleep(0.002 if aim in ("creation", "config", *FILE_AIMS) or not watch.get("done") else 0.02)
+    return {"killed": False, "rc": proc.returncode, "resume": resume, "message": tail(log), "log": str(log),
+            "fork_kills": forked}
 
 
 # -- one study ---------------------------------------------------------------------------------
@@ -205,7 +246,10 @@ def plan_aims(rng: random.Random) -> list[str]:
     rng.shuffle(middle)
     start = rng.choices(["creation", "config", "early"], [4, 3, 3])[0]
     end = rng.sample(["output", "bundle", "bundle"], k=rng.choice([1, 2]))
-    return [start, *middle, *["revalidation"] * rng.choice([0, 1]), *end]
+    # fork-server kills ride along the launches after the start (one each, in this order): the
+    # default's process (likely in flight then), then the launcher's and any candidate's
+    return [start, "default_child", *rng.sample(["launcher", "child"], k=2), *middle,
+            *["revalidation"] * rng.choice([0, 1]), *end]
 
 
 def check_committed(study: Study, info: dict[str, Any], when: str) -> None:
@@ -241,13 +285,21 @@ def after_kill(study: Study, result: dict[str, Any], token: str, grace: float) -
             "with no tuner alive (the 'stale' column counts every such kill)"))
 
 
-def attempt(study: Study, aim: str | None, **kw: Any) -> str:
-    """One kill (or the final run): ``killed``, ``done`` (exit 0), ``crashed`` (a launch died with a
-    traceback: not a refusal) or ``unusable`` (both ``--continue`` and ``tune`` refuse the folder)."""
+def attempt(study: Study, aim: str | None, fork: str | None = None, **kw: Any) -> str:
+    """One kill (or the final run), with on the way the fork-server kill ``fork``: ``killed``,
+    ``done`` (exit 0), ``crashed`` (a launch died with a traceback: not a refusal, or a fork-server
+    kill ended the tuner) or ``unusable`` (both ``--continue`` and ``tune`` refuse the folder)."""
     refused, crashed = [], False
     resume = read_study(study.dir)["initialised"]
     for mode in (resume, not resume):
-        result = launch(study, resume=mode, aim=aim, **{k: kw[k] for k in ("rng", "expr", "token", "logs")})
+        result = launch(study, resume=mode, aim=aim, fork=fork if mode == resume else None,
+                        **{k: kw[k] for k in ("rng", "expr", "token", "logs")})
+        for kill in result["fork_kills"]:  # the tuner lived on: it must finish this launch's work
+            study.kills.append({**kill, "committed": len(study.committed), "orphans": []})
+            if not result["killed"] and result["rc"] != 0:
+                study.problems.append(f"fork-server kill ({kill['aim']}, {kill['phase']}) ended the tuner with exit "
+                                      f"{result['rc']} instead of running the process again: {result['message']}")
+                return "crashed"
         if result["killed"]:
             after_kill(study, result, kw["token"], kw["grace"])
             return "killed"
@@ -268,9 +320,12 @@ def attempt(study: Study, aim: str | None, **kw: Any) -> str:
 
 
 def run_study(study: Study, aims: list[str], control: dict[str, Any], budget: int, **kw: Any) -> None:
-    outcome = "killed"
+    outcome, forks = "killed", []
     for aim in [*aims[:budget], None]:
-        outcome = attempt(study, aim, **kw)
+        if aim in FORK_AIMS:  # rides along the next launch without one
+            forks.append(aim)
+            continue
+        outcome = attempt(study, aim, forks.pop(0) if forks else None, **kw)
         if outcome != "killed":
             break
     info = read_study(study.dir)
@@ -286,6 +341,12 @@ def run_study(study: Study, aims: list[str], control: dict[str, Any], budget: in
             study.fail("dup", len(twice), f"duplicated {kind}(s): {twice}")
     if outcome != "done":
         return
+    failed = sorted(f"#{r['number']} {r['state']}: {r.get('error')}" for r in records
+                    if r["state"] in ("CRASHED", "TIMED_OUT")
+                    and " ".join(sorted(r["requested_route"].split())) not in control["failed"])
+    if failed:
+        study.fail("infra", len(failed), f"infra: candidates the control study completed were recorded as "
+                   f"failed: {failed}")
     study.finished = info.get("status") == "finished" and study.final_count == control["count"]
     if not study.finished:
         study.problems.append(f"not finished: status {info.get('status')!r}, {study.final_count} of "
@@ -373,7 +434,9 @@ def run_control(work: Path, **kw: Any) -> dict[str, Any]:
         msg = f"the uninterrupted control study failed (exit {result['rc']}): {result['message']}"
         raise SystemExit(msg)
     return {"count": len(info["records"]), "baselines": info["baselines"],
-            "revalidations": info["revalidations"]}
+            "revalidations": info["revalidations"],
+            "failed": sorted(" ".join(sorted(r["requested_route"].split())) for r in info["records"]
+                             if r["state"] in ("CRASHED", "TIMED_OUT"))}
 
 
 def row(name: str, values: dict[str, Any]) -> str:

@@ -236,6 +236,11 @@ def _check_keep_artifacts(value: Any) -> None:
         raise ConfigError(msg)
 
 
+#: what a recording's configuration holds beside a study's settings (``Recording.config``: the
+#: kind of space, the model family, what an import counted)
+RECORDING_FIELDS = ("space", "model_family", "imported")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StudyConfig:
     """A study's configuration, stored in the study and reused by ``--continue``.
@@ -353,6 +358,13 @@ class StudyConfig:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def settings_of(cls, stored: dict[str, Any]) -> dict[str, Any]:
+        """A stored study configuration without what a recording written as a study keeps beside
+        its settings (``gptuner import --study``: :data:`RECORDING_FIELDS`), so that the study can
+        be continued and re-tuned as one tuned with ``--backend replay`` can (issue 43)."""
+        return {k: v for k, v in stored.items() if k not in RECORDING_FIELDS}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StudyConfig:

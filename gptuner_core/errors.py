@@ -82,3 +82,21 @@ class ProfileError(GptunerError, ValueError):
 
 class BundleError(GptunerError, ValueError):
     """A baseline bundle is missing, incomplete or does not match its manifest (hash mismatch)."""
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OS error of a write or a copy, naming the destination: a copy's error
+    names its source first (``filename``) and its destination second (``filename2``), and
+    ``shutil.copytree`` raises a list of ``(source, destination, why)``."""
+    import errno
+    import shutil
+
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+        failed = exc.args[0]
+        src, dst, why = (tuple(failed[0]) + ("", "", ""))[:3]
+        more = f" (and {len(failed) - 1} more file(s))" if len(failed) > 1 else ""
+        return f"cannot copy '{src}' to '{dst}': {why}{more}"
+    full = exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS)
+    verb = "cannot write" if full or exc.filename2 else "cannot access"
+    where = exc.filename2 or exc.filename
+    return f"{verb}{f' {str(where)!r}' if where else ''}: {exc.strerror or exc}"

@@ -154,7 +154,7 @@ def retune(
         msg = f"--study '{new}' already holds a study (expected a new folder for the re-tuned study)"
         raise ConfigError(msg)
     old_config, old_fp, route, why = _old_route(old)
-    cfg = StudyConfig.from_json(dict(old_config))
+    cfg = StudyConfig.from_json(StudyConfig.settings_of(old_config))
     changes: dict[str, Any] = {
         "model": str(Path(model).resolve()), "output": None,
         "warm_start": (str(old), *(str(Path(w).resolve()) for w in warm_start)),
@@ -179,13 +179,15 @@ def retune(
     current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs,
                          measured_shapes=cfg.measure_shapes)
     diffs = tuple((k, str(a), str(b)) for k, a, b in fp.differences(old_fp, current))
+    tuner = Tuner(cfg, new, progress=progress)
+    tuner.check_new()  # the whole new study's plan (its dataset...) before NEW/lineage is written
     check = _check(cfg, route, why, new / "lineage", specs, db, check_rounds)
     if on_check is not None:
         on_check(check)
     lineage = {"from": str(old), "old_winner_holds": check.holds, "check": check.to_json(),
                "changes": [list(d) for d in diffs]}
     try:
-        summary = Tuner(cfg, new, progress=progress).run()
+        summary = tuner.run()
     finally:  # a stopped or failed search keeps its lineage (the study exists once created)
         if StudyWorkspace(new).has_study():
             with open_store(new) as store:

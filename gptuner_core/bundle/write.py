@@ -140,8 +140,13 @@ def write_bundle(study: str | Path, out: str | Path, *, replace: bool = False) -
         raise BundleError(msg)
     try:
         _write(ws_root, stage, out)
-    except BaseException:
+    except BaseException as exc:
         staging.abandon(stage)
+        if isinstance(exc, OSError):  # a full disk: name the bundle, not only a staged file
+            from gptuner_core.errors import os_error_text
+
+            msg = f"bundle '{out}' not written: {os_error_text(exc)}"
+            raise BundleError(msg) from None
         raise
     staging.publish(stage, out)
     return out

@@ -172,8 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except OSError as exc:
-        where = f" '{exc.filename}'" if exc.filename else ""
-        return _error(f"cannot access{where}: {exc.strerror or exc}")
+        from gptuner_core.errors import os_error_text
+
+        return _error(os_error_text(exc))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

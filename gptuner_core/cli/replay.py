@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from gptuner_core.views.curves import RandomBaseline
 
 
+#: replay seeds at most: each seed of a large space takes minutes (99999999999 ran until killed)
+MAX_SEEDS = 1000
+
+
 class ReplayCommand(Command):
     name = "replay"
     help = "replay a search strategy on a recorded study (offline, deterministic)"
@@ -38,8 +42,8 @@ class ReplayCommand(Command):
                             help=f"strategies to replay, comma-separated (default: {DEFAULT_STRATEGY})")
         parser.add_argument("--budget", default="20%", metavar="N|P%",
                             help="builds, or a percentage of the full space (default: 20%%)")
-        parser.add_argument("--seeds", type=at_least(1), default=1, metavar="K",
-                            help="replay seeds 0..K-1 (default: 1)")
+        parser.add_argument("--seeds", type=at_least(1, MAX_SEEDS), default=1, metavar="K",
+                            help=f"replay seeds 0..K-1 (default: 1; at most {MAX_SEEDS})")
         parser.add_argument("--strategy-option", action="append", default=[], metavar="KEY=VALUE")
         parser.add_argument("--warm-start", action="append", default=[], metavar="STUDY_OR_RECORDING",
                             help="start from what an earlier study or recording of the same knobs learned")
@@ -69,10 +73,18 @@ class ReplayCommand(Command):
             if not eq or not key:
                 msg = f"--strategy-option expects KEY=VALUE (got {item!r})"
                 raise UsageError(msg)
+            if key == "seed":  # each replay's seed is one of 0..K-1
+                msg = (f"--strategy-option seed={value}: replay sets the strategy's seed itself, one run "
+                       "per seed 0..K-1 (expected --seeds K instead)")
+                raise UsageError(msg)
             opts[key] = value
         warnings.simplefilter("ignore", FutureWarning)
         recording = load_recording(args.study)  # loaded and indexed once for every seed
-        budget = parse_budget(args.budget, recording.expression.count("full"))
+        space = recording.expression.count("full")
+        budget = parse_budget(args.budget, space)
+        if budget > space:  # as '150%' is refused: more builds than routes is no budget
+            msg = (f"--budget: at most the space's {space} routes (100%) can be built (got {args.budget!r})")
+            raise UsageError(msg)
         warm = _warm_start(recording, args.warm_start)
         prior = None  # every result of the warm-start sources, for strategies that model (bo)
         if warm:
@@ -80,6 +92,10 @@ class ReplayCommand(Command):
 
             prior = load_prior(args.warm_start, recording.expression)
         rand = None if args.no_curve else random_baseline(recording, budget)
+        if not args.no_curve and rand is None:
+            from gptuner_core.views.curves import baseline_note
+
+            print(baseline_note(recording))
         for name in names:
             results = []
             for seed in range(args.seeds):
@@ -102,9 +118,11 @@ def _warm_start(recording: Recording, sources: list[str]) -> list[Route]:
     if not sources:
         return []
     from gptuner_core.recording import load_recording
+    from gptuner_core.strategies.warm_start import check_sources
     from gptuner_core.strategies.warm_start import model_family
     from gptuner_core.strategies.warm_start import warm_start_routes
 
+    check_sources(sources, recording.db, model_family(recording.config))  # as tune refuses them
     warm = warm_start_routes(sources, recording.expression, db=recording.db,
                              model_family_name=model_family(recording.config))
     print(f"warm start from {', '.join(sources)}: {len(warm)} route(s)"

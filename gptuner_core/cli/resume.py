@@ -125,6 +125,20 @@ def outputs_now(args: argparse.Namespace, stored: dict[str, Any], study: Path, p
     return {"output": output, "backend_options": {**options, **given}}
 
 
+def unwritten_output(study: Path, stored: dict[str, Any], output_now: str | None) -> str | None:
+    """The line for a ``--continue`` that does not write the ``--output`` the study was started
+    with (a stored path is never written through: the folder may come from elsewhere), naming the
+    command that writes it; ``None`` when ``--output`` was given now or none was stored."""
+    import shlex
+
+    path = stored.get("output")
+    if output_now or not path:
+        return None
+    command = f"gptuner tune --study {shlex.quote(str(study))} --continue --output {shlex.quote(str(path))}"
+    return (f"gptuner: note: the study's stored --output '{path}' was not written (--continue writes "
+            f"only where you say now); to write it: {command}")
+
+
 def finished_message(study: Path) -> str | None:
     """For a finished study: the line saying so and how to extend it; else ``None``."""
     from gptuner_core.engine.workspace import StudyWorkspace
@@ -143,4 +157,4 @@ def finished_message(study: Path) -> str | None:
             "again and replaces the verdict); --output PATH writes the stored winner there")
 
 
-__all__ = ["SETTINGS", "changed_settings", "check_unchanged", "finished_message", "outputs_now"]
+__all__ = ["SETTINGS", "changed_settings", "check_unchanged", "finished_message", "outputs_now", "unwritten_output"]

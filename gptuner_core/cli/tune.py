@@ -283,15 +283,21 @@ class TuneCommand(Command):
 
         study = Path(args.study)
         outputs_only = False
+        note = None
         if args.resume:
             from gptuner_core.cli.resume import finished_message
+            from gptuner_core.cli.resume import unwritten_output
 
-            config = resume_config(study, args, getattr(self, "defaults", {}))
+            stored = stored_settings(study)
+            config = resume_config(study, args, getattr(self, "defaults", {}), stored)
+            note = unwritten_output(study, stored, config.output)
             # a budget given now (--max-candidates, --time-budget) asks to run further, as --extend does
             extend = args.extend or args.max_candidates is not None or bool(args.time_budget)
             done = None if extend else finished_message(study)
             if done and not config.output:
                 print(done)
+                if note:
+                    print(note, file=sys.stderr)
                 return 0
             outputs_only = bool(done)  # finished, --output given now: write it from the verdict
         elif args.config:
@@ -324,6 +330,8 @@ class TuneCommand(Command):
         from gptuner_core.cli.show import print_ranking
 
         print_ranking(study, limit=10)
+        if note:
+            print(note, file=sys.stderr)
         if summary.output_error:
             print(f"gptuner: error: {summary.output_error}", file=sys.stderr)
             return 1
@@ -348,13 +356,9 @@ def config_from_file(path: str):  # noqa: ANN201 - StudyConfig
     return StudyConfig.from_json(data)
 
 
-def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None = None):  # noqa: ANN201 - StudyConfig
-    """The stored configuration (the store's, else the folder's ``study.json`` when a kill cut
-    the study's creation short), with the budgets and outputs given on the command line now
-    (``cli.resume``: changed settings refused, stored outputs never written through)."""
-    from gptuner_core.cli.resume import check_unchanged
-    from gptuner_core.cli.resume import outputs_now
-    from gptuner_core.config import StudyConfig
+def stored_settings(study: Path) -> dict[str, Any]:
+    """The stored configuration: the store's, else the folder's ``study.json`` when a kill cut
+    the study's creation short."""
     from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.errors import StoreError
     from gptuner_core.storage import open_store
@@ -371,6 +375,23 @@ def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None =
                     "run the tune command that created it again") if left else f"expected {ws.store}"
             msg = f"nothing to continue: no study in '{study}' ({what})"
             raise StoreError(msg)
+    from gptuner_core.config import StudyConfig
+
+    return StudyConfig.settings_of(data)
+
+
+def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None = None,  # noqa: ANN201 - StudyConfig
+                  data: dict[str, Any] | None = None):
+    """The stored configuration (:func:`stored_settings`, unless given), with the budgets and
+    outputs given on the command line now (``cli.resume``: changed settings refused, stored
+    outputs never written through)."""
+    from gptuner_core.cli.resume import check_unchanged
+    from gptuner_core.cli.resume import outputs_now
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(study)
+    data = stored_settings(study) if data is None else data
     parsers = (parse_kv, parse_epsilons)
     check_unchanged(args, defaults or {}, data, ws.root, parsers)
     config = StudyConfig.from_json({**data, **outputs_now(args, data, ws.root, parsers)})

@@ -152,6 +152,8 @@ def write_output(
             "study": str(study_dir),
         }, indent=2).encode())
     except OSError as exc:
-        msg = f"cannot write --output '{dst}': {exc.strerror or exc}"
+        from gptuner_core.errors import os_error_text
+
+        msg = f"--output '{dst}': {os_error_text(exc)}"
         raise StoreError(msg) from None
     return dst

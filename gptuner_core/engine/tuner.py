@@ -144,6 +144,9 @@ class Tuner:
         store = open_store(self.dir)
         if exists:
             recorded = store.fingerprint()
+            if set(recorded) <= {"recording"}:  # a recording written as a study (gptuner import
+                store.set_fingerprint(current)  # --study) measured no setup: it takes this one
+                recorded = current
             diffs = fp.differences(recorded, current)
             if diffs and not self.force:
                 store.close()
@@ -151,7 +154,10 @@ class Tuner:
             if diffs:
                 store.add_event("force", {"differences": [[k, str(a), str(b)] for k, a, b in diffs]})
                 store.set_fingerprint(current)
-            dropped = store.delete_unfinished()
+            # a default route that failed (the study stopped there: it defines 1.0x) runs again:
+            # else nothing could ever finish the study (issue 43)
+            default = store.candidate(0)
+            dropped = store.delete_unfinished(also=(0,) if default is not None and not default.eligible else ())
             if dropped:
                 store.add_event("resume", {"rerun": dropped})
         return store

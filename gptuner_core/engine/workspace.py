@@ -136,6 +136,10 @@ class StudyWorkspace:
                     msg = f"study folder '{root}': '{parent}' is not writable (permission denied)"
                     raise StoreError(msg)
                 break
+        if self.store.exists() and not self.store.is_file():  # its settings would be rewritten
+            msg = (f"study folder '{root}': '{self.store}' is a folder (expected the study's SQLite "
+                   "file; move it away)")
+            raise StoreError(msg)
         if str(root).startswith(("/proc/", "/sys/")) or str(root) in ("/proc", "/sys"):
             msg = f"study folder '{root}' is on a kernel filesystem (expected a normal folder)"
             raise StoreError(msg)
@@ -243,9 +247,11 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):  # the write's own path
+            exc.filename, exc.filename2 = None, str(path)
         raise
     fsync_dir(path.parent)
 

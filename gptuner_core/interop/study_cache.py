@@ -135,6 +135,19 @@ def cache_to_records(cache: TuningCache) -> list[CandidateRecord]:
     return out
 
 
+def _check_iters(cache: TuningCache, label: str) -> None:
+    """Each ``iter`` once per run of the file (a run starts again at iter 0)."""
+    from gptuner_core.errors import TuningCacheError
+
+    seen: dict[tuple[int, int], int] = {}
+    for number, row in enumerate(cache.rows, start=2):
+        first = seen.setdefault((row.phase, row.iter), number)
+        if first != number:
+            msg = (f"{label}: line {number}: iter {row.iter} repeats line {first}'s (expected each "
+                   "iteration once; a new run starts again at iter 0)")
+            raise TuningCacheError(msg)
+
+
 def check_routes(cache: TuningCache, label: str) -> None:
     """The header's ``tuning_expr`` and ``default_build_route`` and every row's route parse with
     trtexec's grammar (each knob taking the values the file itself uses), before any write."""
@@ -146,20 +159,29 @@ def check_routes(cache: TuningCache, label: str) -> None:
     from gptuner_core.expressions import Expression
 
     h = cache.header
+    if not cache.rows:
+        msg = f"{label}: no iteration rows after the header (expected at least the default route's, iter 0)"
+        raise TuningCacheError(msg)
+    _check_iters(cache, label)
     where, text = "line 1: field 'default_build_route'", h.default_build_route
     try:
         values: dict[str, set[str]] = {}
         defaults = dict(Route.parse(h.default_build_route).assignments)
+        used: dict[str, int] = {}  # knob -> first line that sets it
         for number, row in enumerate(cache.rows, start=2):
             where, text = f"line {number}: field 'build_route'", row.build_route
             for name, value in Route.parse(row.build_route).assignments:
                 values.setdefault(name, set()).add(value)
+                used.setdefault(name, number)
         where, text = "line 1: field 'tuning_expr'", h.tuning_expr
+        tuned = set()
         for token in tokenize(h.tuning_expr):
             name, _, rest = token.partition("=")
             inner = rest.strip()
             listed = split_values(inner[1:-1]) if inner.startswith("[") and inner.endswith("]") else (inner,)
             values.setdefault(name.strip(), set()).update(listed)
+            tuned.add(name.strip())
+        unknown = sorted((line, n) for n, line in used.items() if n not in tuned and n not in defaults)
         for name, value in defaults.items():
             values.setdefault(name, set()).add(value)
         odd = sorted(f"{n}={v}" for n, vs in values.items() for v in vs
@@ -174,6 +196,12 @@ def check_routes(cache: TuningCache, label: str) -> None:
     except GptunerError as exc:
         msg = f"{label}: {where} {text!r} does not parse ({exc}); expected trtexec's route syntax"
         raise TuningCacheError(msg) from None
+    if unknown:
+        line, name = unknown[0]
+        msg = (f"{label}: line {line}: field 'build_route' sets knob {name}, which neither the "
+               f"header's tuning_expr nor its default_build_route names (expected one of "
+               f"{sorted(tuned | set(defaults))})")
+        raise TuningCacheError(msg)
 
 
 def import_cache(path: str | Path, study_dir: str | Path) -> int:

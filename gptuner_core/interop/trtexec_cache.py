@@ -41,6 +41,8 @@ from gptuner_core.interop.nlohmann import STYLE_PYTHON
 from gptuner_core.interop.nlohmann import dump_nlohmann
 from gptuner_core.interop.nlohmann import dumps
 from gptuner_core.interop.nlohmann import format_double
+from gptuner_core.jsonio import IntegerTooLong
+from gptuner_core.jsonio import decode
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -166,7 +168,10 @@ def parse_tuning_cache(text: str, *, source: str = "<string>") -> TuningCache:
         msg = f"{label}: line 1: expected the header JSON object (got an empty {'file' if not lines else 'line'})"
         raise TuningCacheError(msg)
     try:
-        header_obj = json.loads(lines[0])
+        header_obj = decode(lines[0])
+    except IntegerTooLong as exc:
+        msg = f"{label}: line 1: header holds {exc}"
+        raise TuningCacheError(msg) from None
     except json.JSONDecodeError as exc:
         msg = f"{label}: line 1: header is not valid JSON ({exc.msg} at column {exc.colno})"
         raise TuningCacheError(msg) from None
@@ -183,7 +188,10 @@ def parse_tuning_cache(text: str, *, source: str = "<string>") -> TuningCache:
             warnings.append(f"line {number}: blank line skipped")
             continue
         try:
-            obj = json.loads(line)
+            obj = decode(line)
+        except IntegerTooLong as exc:
+            msg = f"{label}: line {number}: {exc}; expected an iteration row"
+            raise TuningCacheError(msg) from None
         except json.JSONDecodeError as exc:
             if number == last:
                 torn = "" if ends_with_newline else ", no final newline"
@@ -235,8 +243,8 @@ def _repair_tail(path: Path) -> str:
     start = data.rfind(b"\n") + 1
     tail = data[start:]
     try:
-        json.loads(tail.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        decode(tail.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):  # JSONDecodeError, IntegerTooLong: a torn row
         if start == 0:
             msg = f"tuning cache '{path}': the header line is torn; cannot append rows"
             raise TuningCacheError(msg) from None

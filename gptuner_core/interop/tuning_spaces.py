@@ -115,9 +115,13 @@ def read_space(path: str | Path, fmt: str = "auto", doc: Any = None) -> TuningSp
 
 
 def _number(value: Any) -> float | None:
+    """A finite number as a float, else ``None`` (an integer no float holds too: issue 43)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        return float(value) if math.isfinite(value) else None
+    except OverflowError:
+        return None
 
 
 def _samples(source: str, where: str, values: Any, scale: float) -> tuple[float, ...]:

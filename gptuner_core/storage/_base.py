@@ -97,8 +97,9 @@ class StudyStore(abc.ABC):
         return counts
 
     @abc.abstractmethod
-    def delete_unfinished(self) -> list[int]:
-        """Remove PENDING/RUNNING candidates (left by a kill); return their numbers."""
+    def delete_unfinished(self, also: tuple[int, ...] = ()) -> list[int]:
+        """Remove PENDING/RUNNING candidates (left by a kill), and the numbers in ``also`` (to
+        be run again); return their numbers."""
 
     # -- events ----------------------------------------------------------------------------
     @abc.abstractmethod

@@ -282,17 +282,17 @@ class SQLiteStudyStore(SQLiteOpening, StudyStore):
                           (CandidateState.COMPLETE.value,))
         return rows[0][0] if rows and rows[0][0] is not None else None
 
-    def delete_unfinished(self) -> list[int]:
+    def delete_unfinished(self, also: tuple[int, ...] = ()) -> list[int]:
         unfinished = (CandidateState.PENDING.value, CandidateState.RUNNING.value)
 
         def body(conn: sqlite3.Connection) -> list[int]:
-            numbers = [
+            numbers = sorted({
                 r[0]
                 for r in conn.execute(
                     "SELECT number FROM candidates WHERE state IN (?, ?) ORDER BY number",
                     unfinished,
                 )
-            ]
+            } | {r[0] for n in also for r in conn.execute("SELECT number FROM candidates WHERE number = ?", (n,))})
             conn.executemany("DELETE FROM samples WHERE number = ?", [(n,) for n in numbers])
             conn.executemany("DELETE FROM candidates WHERE number = ?", [(n,) for n in numbers])
             return numbers

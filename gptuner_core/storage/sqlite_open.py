@@ -88,9 +88,13 @@ class SQLiteOpening:
 
     def _open_reader(self) -> sqlite3.Connection:
         if not self.path.is_file():
-            msg = f"no study found in '{self.study_dir}' (expected {self.path})"
+            found = f"the SQLite file {self.path}; found a folder there" if self.path.is_dir() else self.path
+            msg = f"no study found in '{self.study_dir}' (expected {found})"
             raise StoreError(msg)
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        # no tuner has the study open (no write-ahead log, the writer lock free): read it as
+        # immutable, else SQLite leaves -wal and -shm files a read-only connection cannot remove
+        quiet = "&immutable=1" if self._no_writer() else ""
+        uri = f"{self.path.resolve().as_uri()}?mode=ro{quiet}"
         try:
             conn = sqlite3.connect(
                 uri,
@@ -158,6 +162,25 @@ class SQLiteOpening:
             self._release_writer_lock()
             raise
         return conn
+
+    def _no_writer(self) -> bool:
+        """No write-ahead log beside the store and no process holding the writer lock (a tuner
+        that has the study open keeps both)."""
+        if os.path.exists(f"{self.path}-wal"):
+            return False
+        try:
+            import fcntl
+
+            fd = os.open(str(self.path) + LOCK_SUFFIX, os.O_RDONLY)
+        except (ImportError, OSError):  # no lock file: no writer since it was made
+            return not os.path.exists(str(self.path) + LOCK_SUFFIX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)  # (drops the probe's shared lock)
+        return True
 
     def _acquire_writer_lock(self) -> None:
         try:

@@ -25,6 +25,7 @@ from gptuner_core.routes import Route
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
     from gptuner_core.expressions import Expression
@@ -89,13 +90,21 @@ def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase)
     if not config.warm_start:
         return []
     from gptuner_core.config_checks import check_warm_start
+
+    check_warm_start(config.warm_start)
+    family = model_family(config.to_json())
+    check_sources(config.warm_start, db, family)
+    return warm_start_routes(config.warm_start, space, db=db, model_family_name=family)
+
+
+def check_sources(sources: Sequence[str], db: KnobDatabase, family: str) -> None:
+    """Each ``--warm-start`` source readable and tuned on these knobs (this knob database's
+    ``tuner_version`` or this model family), else ConfigError naming it (``tune`` and ``replay``)."""
     from gptuner_core.errors import ConfigError
     from gptuner_core.errors import GptunerError
     from gptuner_core.recording import load_recording
 
-    check_warm_start(config.warm_start)
-    family = model_family(config.to_json())
-    for source in config.warm_start:
+    for source in sources:
         try:
             rec = load_recording(source)
         except GptunerError as exc:
@@ -107,7 +116,6 @@ def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase)
                    f"{db.tuner_version} or model family '{family}'; found {rec.db.tuner_version} and "
                    f"'{theirs}')")
             raise ConfigError(msg)
-    return warm_start_routes(config.warm_start, space, db=db, model_family_name=family)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -88,6 +88,27 @@ def hang_with_pids(job: dict[str, Any], workdir: Path, phase: Callable[[str], No
         time.sleep(1)
 
 
+def hang_first_with_pids(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
+    """Write ``pid ppid attempt`` to ``job["pid_file"]`` and hang in ``job.get("phase", "build")``,
+    on the first attempt only (on every one with ``job["every"]``); a later attempt of the same
+    candidate (its folder kept) returns ``{"attempt": N}`` (for the infrastructure-death tests)."""
+    marks = workdir / "attempts"
+    attempt = len(marks.read_text(encoding="utf-8").split()) + 1 if marks.exists() else 1
+    with marks.open("a", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()}\n")
+    phase("build")
+    if job.get("phase") == "measure":
+        phase("measure")
+    if attempt == 1 or job.get("every"):
+        tmp = Path(job["pid_file"] + ".tmp")
+        tmp.write_text(f"{os.getpid()} {os.getppid()} {attempt}\n", encoding="utf-8")
+        os.replace(tmp, job["pid_file"])
+        while True:
+            time.sleep(1)
+    phase("measure")
+    return {"attempt": attempt}
+
+
 def cuda_probe(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
     """What a torch child of the fork server sees at its entry (torch imported, CUDA not
     initialised); its start-up phase includes importing torch, Inductor and the model's module

@@ -98,11 +98,27 @@ def _space(recording: Recording) -> tuple[Any, Any, float, float]:
     return vals, secs, (recording.speedup(base) or 0.0) / opt, base.build_time_s or 0.0
 
 
+#: routes of the largest space random search's baseline lays out (one value per route)
+MAX_BASELINE_ROUTES = 10**7
+
+
+def baseline_note(recording: Recording) -> str:
+    """Why there is no random-search baseline for ``recording`` (``""``: there is one)."""
+    size = recording.expression.count("full")
+    if size <= MAX_BASELINE_ROUTES:
+        return ""
+    return (f"no random search's baseline: the space has {size:,} routes (it is laid out for at most "
+            f"{MAX_BASELINE_ROUTES:,})")
+
+
 def random_baseline(recording: Recording, budget: int, *, draws: int = 400, seed: int = 0,
-                    grid: int = 60) -> RandomBaseline:
-    """Random search's expectation and band for ``budget`` builds on ``recording``."""
+                    grid: int = 60) -> RandomBaseline | None:
+    """Random search's expectation and band for ``budget`` builds on ``recording``; ``None`` for
+    a space too large to lay out (:func:`baseline_note`)."""
     import numpy as np
 
+    if baseline_note(recording):
+        return None
     vals, secs, v0, s0 = _space(recording)
     m = len(vals)
     budget = max(1, min(budget, m + 1))

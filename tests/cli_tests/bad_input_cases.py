@@ -247,7 +247,14 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
         ("expr_open", ["tuning_expr"]), ("expr_noname", ["tuning_expr"]), ("expr_empty_list", ["tuning_expr"]),
         ("route_bad", ["build_route"]), ("default_bad", ["default_build_route"]),
         ("iter_neg", ["iter", "-1"]), ("crash_str", ["crash"]), ("header_row", ["header"]),
+        # issue 43: integers past Python's 4,300-digit limit were a ValueError traceback
+        ("int_4400", ["line 3", "an integer of 4401 digits"]), ("iter_4400", ["line 3", "4401 digits"]),
+        ("hdr_4400", ["4400 digits"]),
+        # issue 43: accepted before (a header-only cache, a repeated iter, a knob nothing names)
+        ("only_header", ["no iteration rows"]), ("iter_dup", ["line 4", "iter 1 repeats line 3"]),
+        ("knob_unknown", ["line 3", "knob -b", "neither"]),
     ]],
+    *[(["cache", "show", f"{{cache_{name}}}"], ["digits"]) for name in ("int_4400", "iter_4400", "hdr_4400")],
     # replay / revalidate / explain / diff
     (["replay", "{none}"], ["{none}"]),
     (["replay", "{ns}"], ["{ns}"]),
@@ -261,6 +268,12 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     (["replay", "{s}", "--strategy-option", "bogus=1"], ["unknown option(s) ['bogus']"]),
     (["replay", "{s}", "--strategy-option", "noeq"], ["--strategy-option", "'noeq'"]),
     (["replay", "{s}", "--search", "race", "--strategy-option", "eta=0.5"], ["eta", "0.5"]),
+    # issue 43: a TypeError traceback; runs until killed (minutes per seed); accepted past the space
+    (["replay", "{s}", "--budget", "5", "--search", "random", "--strategy-option", "seed=3"],
+     ["--strategy-option seed", "--seeds"]),
+    (["replay", "{s}", "--warm-start", "{kt_rec}"], ["--warm-start", "{kt_rec}", "other knobs"]),
+    (["replay", "{s}", "--seeds", "99999999999"], ["--seeds", "'99999999999'", "<= 1000"]),
+    (["replay", "{s}", "--budget", "1000000000"], ["budget", "1000000000", "at most", "routes"]),
     (["revalidate", "{s}", "0"], ["B"]),
     (["revalidate", "{s}", "0", "x"], ["'x'"]),
     (["revalidate", "{s}", "0", "-1"], ["'-1'"]),
@@ -329,6 +342,13 @@ OTHER_CASES: list[tuple[list[str], list[str]]] = [
     (["retune", "{s}", "--model", "{m}", "--study", "{new}", "--measure-option", "bogus=1"], ["bogus"]),
     (["retune", "{s}", "--model", "{m}", "--study", "{s}"], ["the study's own"]),
     (["retune", "{none}", "--model", "{m}", "--study", "{new}"], ["{none}"]),
+    # issue 43: a refused retune wrote an empty NEW/lineage/ (the dataset's case: test_retune)
+    (["retune", "{s}", "--model", "{t}", "--study", "{new}"], ["{t}"]),
+    (["retune", "{s}", "--model", "{g}", "--study", "{new}"], ["{g}"]),
+    # issue 43: study.sqlite made a folder: study.json and the inputs were rewritten, then a
+    # misleading "created meanwhile by another tuner"
+    (["tune", "--study", "{sqldir}", "--continue", "--quiet"], ["study.sqlite", "is a folder"]),
+    (["show", "{sqldir}"], ["study.sqlite", "folder"]),
     (["retune", "{ns}", "--model", "{m}", "--study", "{new}"], ["{ns}"]),
     (["doctor", "--workdir", "{t}"], ["--workdir", "{t}"]),
     (["nope"], ["unknown command 'nope'"]),

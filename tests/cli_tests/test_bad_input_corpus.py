@@ -104,14 +104,15 @@ def test_the_corpus_is_large_and_covers_every_command():
     assert {argv[0] for argv, _ in CASES} >= set(cli._COMMANDS)  # noqa: SLF001
 
 
-def _cache(tmp: Path, name: str, *, header: dict | None = None, rows: list[str] | None = None) -> None:
+def _cache(tmp: Path, name: str, *, header: dict | None = None, rows: list[str] | None = None,
+           first: bool = True) -> None:
     head = {"tuner_version": "2.19.45", "accuracy_algorithm": "L0",
             "accuracy_parameter": {"atol": 1e-5, "rtol": 1e-5, "epsilon": 0.0},
             "searching_algorithm": "fast", "command_line": "trtexec", "default_build_route": "-a=on",
             "tuning_expr": "-a=[on|off]", "files": {"onnx": "m.onnx"}, "argv": ["trtexec"], **(header or {})}
     ok = '{"iter":0,"build_route":"-a=on","crash":false,"error_message":"","accuracy_loss":null,"gpu_time":0.5}'
-    text = json.dumps(head, separators=(",", ":")).replace('"EPS"', "1" * 400)
-    (tmp / f"cache_{name}.jsonl").write_text("\n".join([text, ok, *(rows or [])]) + "\n")
+    text = json.dumps(head, separators=(",", ":")).replace('"EPS4400"', "1" * 4400).replace('"EPS"', "1" * 400)
+    (tmp / f"cache_{name}.jsonl").write_text("\n".join([text, *([ok] if first else []), *(rows or [])]) + "\n")
 
 
 def _row(gpu: str = "0.4", loss: str = "null", route: str = "-a=off", it: str = "1", crash: str = "false") -> str:
@@ -150,6 +151,13 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
     assert main(["tune", str(sweep), "--backend", "replay", "--expr", str(load_recording(sweep).expression),
                  "--study", str(study), "--max-candidates", "4", "--revalidate-top-k", "0",
                  "--drift-every", "0", "--quiet"]) == 0
+    from gptuner_core.testing.spaces import write_spaces
+
+    kt_rec = tmp / "kt.recording.json"  # a recording of other knobs: a Kernel Tuner space (issue 43)
+    assert main(["import", str(write_spaces(tmp_path_factory.mktemp("kt"))[1]), "--out", str(kt_rec)]) == 0
+    sqldir = tmp / "sqldir"  # the study with its store made a folder (issue 43)
+    shutil.copytree(study, sqldir, ignore=shutil.ignore_patterns("study.sqlite*"))
+    (sqldir / "study.sqlite").mkdir()
     (tmp / "bundle").mkdir()  # gate refuses every case below before reading its baseline
     (tmp / "bundle" / "manifest.json").write_text("{}")
     (tmp / "slink").symlink_to(study)
@@ -161,6 +169,10 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "expr_empty_list": {"header": {"tuning_expr": "-a=[]"}}, "route_bad": {"rows": [_row(route="a b")]},
         "default_bad": {"header": {"default_build_route": "on"}}, "iter_neg": {"rows": [_row(it="-1")]},
         "crash_str": {"rows": [_row(crash='"no"')]}, "header_row": {"header": {"iter": 0, "build_route": "-a=on"}},
+        "int_4400": {"rows": [_row("1" + "0" * 4400)]}, "iter_4400": {"rows": [_row(it="1" + "0" * 4400)]},
+        "hdr_4400": {"header": {"accuracy_parameter": {"epsilon": "EPS4400"}}},
+        "only_header": {"first": False}, "iter_dup": {"rows": [_row(it="1"), _row(it="1", route="-a=on")]},
+        "knob_unknown": {"rows": [_row(route="-b=on")]},
     }.items():
         _cache(tmp, name, **kwargs)
     base = {"model": str(model), "backend": "gptuner_core.testing.faulty_backend:FaultyBackend",
@@ -181,7 +193,7 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
         "lj": "list.json", "x": "expr.txt", "ns": "notastudy", "db": "db.json", "db2": "db2.json",
         "c": "cache.jsonl", "s": "study", "b": "bundle", "slink": "slink", "new": "new_study",
         "newdir": "new_dir", "out": "out.file", "none": "missing.file", "metrics": "metrics.py",
-        "broken_py": "broken.py",
+        "broken_py": "broken.py", "sqldir": "sqldir", "kt_rec": "kt.recording.json",
     }
     values = {k: str(tmp / v) for k, v in names.items()}
     values.update({p.stem: str(p) for p in tmp.glob("c*_*.json*")})

@@ -85,6 +85,11 @@ def test_an_infeasible_route_is_a_spent_failed_build(capsys, tmp_path, files):
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 3, "time": 1.0}}}', "auto", "a=3 is not one of"),
     (b'{"tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "auto", "no parameter has more"),
     (b'{"x": 1}', "auto", "neither a T4 file|tuning cache"),  # with --study: read as trtexec's
+    # issue 43: OverflowError (a 401-digit integer), ValueError (over 4,300 digits) were tracebacks
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1' + b"0" * 400 + b'}}}', "auto",
+     "'time' must be a positive number"),
+    (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1' + b"0" * 4400 + b'}}}', "auto",
+     "an integer of 4401 digits"),
     (b'{"tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}}}', "t4", "not a t4 file"),
 ])
 def test_a_bad_file_is_one_line_exit_2_and_nothing_written(capsys, tmp_path, content, fmt, fragment):
@@ -272,3 +277,38 @@ def test_retune_replays_the_new_recording_not_the_old_ones_option(capsys, tmp_pa
     assert faster  # routes whose latency differs between the two GPUs: they come from NEW
     for rec in faster:
         assert rec.latency.median_ms == replayed.lookup(rec.requested_route).latency.median_ms
+
+
+def test_a_space_too_large_to_enumerate_replays_and_reports(capsys, tmp_path):
+    """Defect (issue 43 item 3): a 10^20-route Kernel Tuner space imported, then `replay` and
+    `report` crashed ("Maximum allowed dimension exceeded": random search's baseline laid out
+    every route). They work, without the random-search baseline, which says why."""
+    params = {f"p{i}": list(range(10)) for i in range(20)}
+    cache = {}
+    for k in range(3):
+        entry = {f"p{i}": (k + i) % 10 for i in range(20)}
+        cache[",".join(str(entry[f"p{i}"]) for i in range(20))] = {**entry, "time": 1.0 + k}
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps({"tune_params": params, "tune_params_keys": list(params), "cache": cache}))
+    rec, study = tmp_path / "rec.json", tmp_path / "study"
+    assert run(capsys, "import", str(src), "--out", str(rec))[0] == 0
+    assert run(capsys, "import", str(src), "--study", str(study))[0] == 0
+    for argv in (["replay", str(rec), "--budget", "5"], ["replay", str(study), "--budget", "5", "--search", "random"],
+                 ["report", str(study), "-o", str(tmp_path / "r.html")]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and "Traceback" not in err, (argv, err)
+    assert "random search's baseline" in run(capsys, "replay", str(rec), "--budget", "5")[1]
+
+
+def test_an_imported_study_is_extended_and_retuned(capsys, tmp_path, files):
+    """Defect (issue 43 item 6): a study made by `import --study` could not be re-tuned or
+    extended ("unknown field(s) ['imported', 'model_family', 'space']"), while one tuned with
+    `--backend replay` could."""
+    study, rec = tmp_path / "imported", tmp_path / "rec.json"
+    assert run(capsys, "import", str(files[1]), "--study", str(study))[0] == 0
+    assert run(capsys, "import", str(files[1]), "--out", str(rec))[0] == 0
+    code, out, err = run(capsys, "tune", "--study", str(study), "--continue", "--extend", "--quiet")
+    assert code == 0 and "finished" in out, err
+    code, out, err = run(capsys, "retune", str(study), "--model", str(rec), "--study", str(tmp_path / "new"),
+                         "--max-candidates", "5")
+    assert code == 0 and "old winner holds" in out, err

@@ -7,11 +7,15 @@ spawned as a new interpreter (``start_method``); ``test_launcher.py`` covers the
 from __future__ import annotations
 
 import json
+import os
 import signal
+import threading
+import time
 
 import pytest
 
 from gptuner_core.config import StudyConfig
+from gptuner_core.engine.process.deaths import MAX_ATTEMPTS
 from gptuner_core.engine.process.isolation import run_isolated
 from gptuner_core.engine.tuner import Tuner
 from gptuner_core.records import CandidateState
@@ -33,7 +37,28 @@ def _run(tmp_path, tiny_model, tiny_dataset, expr, **kw):
 
 
 TARGET = "gptuner_core.testing.child_targets:misbehave"
+HANG_FIRST = "gptuner_core.testing.child_targets:hang_first_with_pids"
 METHODS = ["launcher", "spawn"]
+
+
+def _killed_from_outside(tmp_path, method, phase, *, kills):
+    """Run a candidate whose child hangs, SIGKILL it from outside ``kills`` times (each attempt's
+    new child; the tuner, here the test, alive), and return the outcome."""
+    pid_file, outcome = tmp_path / f"pids-{phase}", []
+    job = {"pid_file": str(pid_file), "phase": phase, "every": kills > 1}
+    worker = threading.Thread(target=lambda: outcome.append(run_isolated(
+        HANG_FIRST, job, tmp_path / f"killed-{phase}", timeouts={"build": 60.0, "measure": 60.0},
+        start_method=method)))
+    worker.start()
+    for attempt in range(1, kills + 1):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                pid_file.exists() and pid_file.read_text().split()[2:] == [str(attempt)]):
+            time.sleep(0.02)
+        os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+    worker.join(120)
+    assert outcome, "run_isolated did not return"
+    return outcome[0]
 
 
 def _child(tmp_path, mode, method, **timeouts):
@@ -58,6 +83,27 @@ class TestChildOutcomes:
         ok = _child(tmp_path, "ok", method)
         assert (ok.status, ok.result, ok.exit_code) == ("ok", {"mode": "ok", "status": "ok"}, 0)
         assert set(ok.phase_times) == {"start", "build", "measure"}
+
+    def test_a_route_that_crashes_by_itself_runs_once(self, tmp_path, method):
+        """Its own segfault or abort is the route's crash: never run again (issue 43)."""
+        for mode in ("segfault", "abort"):
+            out = _child(tmp_path, mode, method)
+            assert (out.status, out.attempts) == ("crashed", 1), out
+
+    @pytest.mark.parametrize("phase", ["build", "measure"])
+    def test_a_child_killed_from_outside_runs_again(self, tmp_path, method, phase):
+        """Defect (issue 43 item 1): a SIGKILL from outside (the tuner alive) was recorded as the
+        route's crash ("killed: out of memory?"), and for the default route the study could never
+        finish. It is an infrastructure death: the candidate runs again, bounded."""
+        out = _killed_from_outside(tmp_path, method, phase, kills=1)
+        assert (out.status, out.result["attempt"], out.attempts) == ("ok", 2, 2), out
+
+    def test_a_child_killed_at_every_attempt_is_a_crash(self, tmp_path, method):
+        """Bounded: killed in each of its attempts (as the out-of-memory killer would), the
+        route is CRASHED, and the error says how often."""
+        out = _killed_from_outside(tmp_path, method, "build", kills=MAX_ATTEMPTS)
+        assert (out.status, out.attempts) == ("crashed", MAX_ATTEMPTS), out
+        assert f"SIGKILL) during build in each of {MAX_ATTEMPTS} attempts" in out.error, out.error
 
     @pytest.mark.parametrize("mode,phase", [("hang_build", "build"), ("hang_measure", "measure")])
     def test_hang_is_killed_at_its_phase_timeout(self, tmp_path, method, mode, phase):

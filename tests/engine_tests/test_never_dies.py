@@ -309,6 +309,45 @@ class TestSignalsAndStatus:
         assert "Traceback" not in proc.stderr
         assert "File too large" in proc.stderr and "cannot set meta" not in proc.stderr
 
+    def test_disk_full_on_a_destination_names_the_destination(self, tmp_path, tiny_model, tiny_dataset):
+        """Defect (issue 43 item 7): a full disk under `report -o` said 'cannot access: File too
+        large' (no path), one under a copy named its source (the model) instead of its
+        destination, and a copied folder printed shutil's raw error list."""
+        import resource
+
+        study = tmp_path / "study"
+        assert main(_args(tiny_model, tiny_dataset, study, "--max-candidates", "1")) == 0
+
+        def small_files():  # writes past 4 KiB fail with EFBIG, as on a full disk
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        out = tmp_path / "out"
+        for argv, dest in ((["report", str(study), "-o", str(out / "r.html")], out / "r.html"),
+                           (["bundle", str(study), "-o", str(out / "b")], out / "b")):
+            out.mkdir(exist_ok=True)
+            proc = subprocess.run([sys.executable, "-m", "gptuner_core", *argv], env=env, cwd=REPO,
+                                  capture_output=True, text=True, preexec_fn=small_files, timeout=120)
+            err = proc.stderr.strip()
+            assert proc.returncode == 2 and "Traceback" not in err and err.count("\n") == 0, err
+            assert "File too large" in err and str(dest) in err and "[(" not in err, err
+
+    def test_a_copy_error_names_its_destination_in_one_line(self):
+        """--output's copy: shutil.copytree's error list and a copy's (source, destination)
+        error become one line naming the destination (issue 43 item 7)."""
+        import errno
+        import shutil
+
+        from gptuner_core.errors import os_error_text
+
+        listed = shutil.Error([("/m/a.bin", "/out/.x.tmp/a.bin", "[Errno 28] No space left on device"),
+                               ("/m/b.bin", "/out/.x.tmp/b.bin", "[Errno 28] No space left on device")])
+        assert os_error_text(listed) == ("cannot copy '/m/a.bin' to '/out/.x.tmp/a.bin': [Errno 28] No space "
+                                         "left on device (and 1 more file(s))")
+        copied = OSError(errno.ENOSPC, "No space left on device", "/m/model.onnx", None, "/out/model.onnx")
+        assert os_error_text(copied) == "cannot write '/out/model.onnx': No space left on device"
+
     def test_progress_never_exceeds_its_total(self, tmp_path, tiny_model, tiny_dataset, monkeypatch):
         """Item 8: progress read 25/24 when a strategy's plan left the default route out."""
         from gptuner_core.strategies.fast import EnumerationStrategy

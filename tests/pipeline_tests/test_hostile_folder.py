@@ -215,12 +215,55 @@ def test_continue_never_writes_where_the_folder_says(study: Path, tmp_path: Path
     args = argparse.Namespace(output=None, backend_option=None, max_candidates=None, time_budget=None)
     assert resume_config(copy, args).output is None  # outputs go where the user says now
     assert main(["tune", "--study", str(copy), "--continue", "--quiet"]) == 0
+    assert "was not written" in capsys.readouterr().err  # said, not done
     assert not foreign.exists()
     _set_config(copy, backend_options={"cache_dir": str(foreign)})
     _sql(copy, "UPDATE meta SET value = '\"stopped\"' WHERE key = 'status'")
     assert main(["tune", "--study", str(copy), "--continue", "--quiet"]) == 2
     _one_line_refusal(capsys, "cache_dir", "outside its folder")
     assert not foreign.exists()
+
+
+@pytest.mark.parametrize("status", ["finished", "stopped"])
+def test_continue_says_the_stored_output_was_not_written(status: str, study: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Defect (issue 43 item 8): `--continue` without `--output` exited 0 and, by design, did not
+    write the `--output` the study was started with, saying nothing: a pipeline retrying with
+    `--continue` after a pre-emption got success and no model. One line now names the stored
+    path and the command that writes it; the path is still not written through."""
+    copy = _copy(study, tmp_path)
+    stored = tmp_path / "elsewhere" / "model.out"
+    _set_config(copy, output=str(stored))
+    _sql(copy, "UPDATE meta SET value = ? WHERE key = 'status'", (json.dumps(status),))
+    assert main(["tune", "--study", str(copy), "--continue", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    lines = [line for line in (captured.out + captured.err).splitlines() if str(stored) in line]
+    assert len(lines) == 1, captured
+    assert "not written" in lines[0] and f"--continue --output {stored}" in lines[0], lines[0]
+    assert not stored.parent.exists()  # the security rule stays: a stored path is not trusted
+    assert main(["tune", "--study", str(copy), "--continue", "--quiet", "--output", str(stored)]) == 0
+    assert stored.exists() and Path(f"{stored}.json").is_file()  # the command the line names writes it
+    assert str(stored) not in capsys.readouterr().err
+
+
+def test_continue_runs_a_failed_default_again(study: Path, tmp_path: Path) -> None:
+    """Defect (issue 43 item 1): the default route's child SIGKILLed from outside left the study
+    'failed' with #0 CRASHED ("killed: out of memory?"); neither `--continue` nor `--continue
+    --extend` ran #0 again, so the study could never finish. The default defines 1.0x: a study
+    that failed on it runs it again on --continue (and finishes with the same candidates)."""
+    copy = _copy(study, tmp_path)
+    with open_store(copy, readonly=True) as store:
+        routes = sorted(r.requested_route for r in store.candidates())
+    _sql(copy, "DELETE FROM candidates WHERE number > 0")
+    _sql(copy, "UPDATE candidates SET state = 'CRASHED', error = ? WHERE number = 0",
+         ("child killed by signal 9 (SIGKILL) during measure (killed: out of memory?)",))
+    _sql(copy, "UPDATE meta SET value = '\"failed\"' WHERE key = 'status'")
+    assert main(["tune", "--study", str(copy), "--continue", "--quiet"]) == 0
+    with open_store(copy, readonly=True) as store:
+        records = store.candidates()
+        assert store.get_meta("status") == "finished"
+    assert sorted(r.requested_route for r in records) == routes
+    assert all(r.state.value == "COMPLETE" for r in records), [(r.number, r.state, r.error) for r in records]
 
 
 def test_a_partial_bundle_is_finished_by_running_bundle_again(study: Path, tmp_path: Path) -> None:

@@ -52,3 +52,20 @@ def test_retune_refuses_an_existing_study(study: Path, capsys: pytest.CaptureFix
 
     assert main(["retune", str(study), "--model", str(SAMPLE), "--study", str(study)]) == 2
     assert "already holds a study" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["model", "dataset"])
+def test_a_refused_retune_writes_nothing(bad: str, study: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Defect (issue 43 item 5): `retune ST --model … --study NEW` refused for a bad model or
+    dataset left an empty NEW/lineage/ behind."""
+    from models import SAMPLE
+
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"not a model, not an npz")
+    new = tmp_path / "new"
+    argv = ["retune", str(study), "--model", str(garbage if bad == "model" else SAMPLE), "--study", str(new)]
+    assert main([*argv, *(["--dataset", str(garbage)] if bad == "dataset" else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(garbage) in err and "Traceback" not in err, err
+    assert not new.exists()

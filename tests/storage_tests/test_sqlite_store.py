@@ -169,6 +169,17 @@ class TestReadOnly:
                 with pytest.raises(StoreError, match="is open read-only; cannot"):
                     call()
 
+    def test_a_reader_of_a_closed_study_leaves_no_files(self, tmp_path: Path) -> None:
+        """Defect (issue 43 item 7): read-only commands (show, report...) left study.sqlite-wal
+        and -shm in a study folder no tuner had open."""
+        with open_store(tmp_path) as writer:
+            writer.init_study({"a": 1}, {"b": 2})
+            writer.put_candidate(make_record(0))
+        before = sorted(p.name for p in tmp_path.iterdir())
+        with open_store(tmp_path, readonly=True) as reader:
+            assert [r.number for r in reader.candidates()] == [0]
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+
     def test_reader_sees_commits_while_writer_open(self, tmp_path: Path) -> None:
         """A reader opened before the writes sees each commit at once, writer still open."""
         with open_store(tmp_path) as writer:

@@ -25,9 +25,14 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gptuner_core.engine.process.deaths import MAX_ATTEMPTS
+from gptuner_core.engine.process.deaths import infrastructure_death
+from gptuner_core.engine.process.deaths import oom_kills
+from gptuner_core.engine.process.deaths import oom_note
 from gptuner_core.engine.process.start_method import FORK_SAFE_BACKENDS  # noqa: F401 - re-exported
 from gptuner_core.engine.process.start_method import START_METHOD_ENV  # noqa: F401 - re-exported
 from gptuner_core.engine.process.start_method import START_METHODS  # noqa: F401 - re-exported
@@ -60,6 +65,7 @@ class ChildOutcome:
     exit_code: int | None
     phase: str
     phase_times: dict[str, float]
+    attempts: int = 1  # processes it took: more than one when the machinery killed one (``deaths``)
 
 
 def signal_name(signum: int) -> str:
@@ -245,7 +251,9 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
     start_method: str | None = None,
 ) -> ChildOutcome:
-    """Run ``target(job, workdir, phase)`` ("module:function") in a fresh process.
+    """Run ``target(job, workdir, phase)`` ("module:function") in a fresh process; run it again
+    (at most ``deaths.MAX_ATTEMPTS`` in all) when the machinery, not the route, ended it: the
+    launcher died, or someone outside killed the child (``deaths``).
 
     Args:
         timeouts: seconds allowed per phase, e.g. ``{"build": 600, "measure": 300}``; the
@@ -256,11 +264,44 @@ def run_isolated(
     """
     method = start_method_for(job, start_method)
     workdir.mkdir(parents=True, exist_ok=True)
+    # read by the child at once and rewritten if the candidate re-runs: no fsync needed (~12 ms)
+    write_json_atomic(workdir / JOB, job, durable=False)
+    attempt = 1
+    while True:
+        oom_before = oom_kills()
+        outcome, lost = _run_once(target, job, workdir, method, timeouts, poll_s, on_phase, oom_before)
+        outcome = replace(outcome, attempts=attempt)
+        why = infrastructure_death(outcome.exit_code, lost, oom_before) if outcome.status == "crashed" else ""
+        if not why:
+            return outcome
+        if attempt >= MAX_ATTEMPTS:  # killed each time: as the out-of-memory killer would
+            each = f" in each of {attempt} attempts" if not lost else f" ({attempt} attempts)"
+            return replace(outcome, error=_signal_error(outcome.exit_code, outcome.phase, oom_before, each)
+                           if not lost else outcome.error + each)
+        attempt += 1
+        if lost and attempt == MAX_ATTEMPTS:  # the launcher died twice: no launcher this time
+            method = "spawn"
+        _log.warning("candidate process in %s: %s during %s; running it again (attempt %d of %d)",
+                     workdir.name, why, outcome.phase, attempt, MAX_ATTEMPTS)
+        with contextlib.suppress(OSError), (workdir / LOG).open("a", encoding="utf-8") as log:
+            log.write(f"\n[gptuner tuner] {why} during {outcome.phase}: not the route's doing; "
+                      f"running it again (attempt {attempt} of {MAX_ATTEMPTS})\n")
+
+
+def _signal_error(code: int | None, phase: str, oom_before: int | None, each: str = "") -> str:
+    signum = -(code or 0)
+    return f"child killed by signal {signum} ({signal_name(signum)}) during {phase}{each}{oom_note(code, oom_before)}"
+
+
+def _run_once(
+    target: str, job: dict[str, Any], workdir: Path, method: str, timeouts: dict[str, float],
+    poll_s: float, on_phase: Callable[[str], None] | None, oom_before: int | None,
+) -> tuple[ChildOutcome, str]:
+    """One process of the candidate and how it ended; with why its exit status is unknown
+    (the launcher died: ``""`` otherwise)."""
     for name in (RESULT, PHASE):
         with contextlib.suppress(FileNotFoundError):
             (workdir / name).unlink()
-    # read by the child at once and rewritten if the candidate re-runs: no fsync needed (~12 ms)
-    write_json_atomic(workdir / JOB, job, durable=False)
     requested = time.time()
     proc = _start(target, workdir, method, job)
     started = time.monotonic()
@@ -294,7 +335,7 @@ def run_isolated(
         return ChildOutcome(
             status="timed_out", result=None, error=timed_out, exit_code=code,
             phase=phase, phase_times=phase_times,
-        )
+        ), ""
     result = None
     result_path = workdir / RESULT
     if result_path.exists():
@@ -304,20 +345,17 @@ def run_isolated(
             return ChildOutcome(
                 status="crashed", result=None, error=f"unparsable result file ({exc})",
                 exit_code=code, phase=phase, phase_times=phase_times,
-            )
-    if lost:
+            ), lost
+    if lost and result is None:
         return ChildOutcome(
             status="crashed", result=result, error=f"{lost} during {phase}", exit_code=code,
             phase=phase, phase_times=phase_times,
-        )
-    if code is not None and code < 0:
-        error = f"child killed by signal {-code} ({signal_name(-code)}) during {phase}"
-        if -code == signal.SIGKILL:
-            error += " (killed: out of memory?)"
+        ), lost
+    if code is not None and code < 0 and not lost:  # (lost with a result: the child had finished)
         return ChildOutcome(
-            status="crashed", result=result, error=error, exit_code=code,
+            status="crashed", result=result, error=_signal_error(code, phase, oom_before), exit_code=code,
             phase=phase, phase_times=phase_times,
-        )
+        ), ""
     if result is None:
         error = (
             f"missing result file (child exited with status {code} during {phase} "
@@ -326,11 +364,11 @@ def run_isolated(
         return ChildOutcome(
             status="crashed", result=None, error=error, exit_code=code,
             phase=phase, phase_times=phase_times,
-        )
+        ), ""
     status = result.get("status", "ok")
     if status == "error":
         status = "crashed"
     return ChildOutcome(
         status=status, result=result, error=result.get("error", ""), exit_code=code,
         phase=phase, phase_times=phase_times,
-    )
+    ), ""
