@@ -158,3 +158,27 @@ def finished_message(study: Path) -> str | None:
 
 
 __all__ = ["SETTINGS", "changed_settings", "check_unchanged", "finished_message", "outputs_now", "unwritten_output"]
+
+
+def stored_settings(study: Path) -> dict[str, Any]:
+    """The stored configuration: the store's, else the folder's ``study.json`` when a kill cut
+    the study's creation short."""
+    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.errors import StoreError
+    from gptuner_core.storage import open_store
+
+    ws = StudyWorkspace(study)
+    if ws.has_study():
+        with open_store(study, readonly=True) as store:
+            data = store.config()
+    else:
+        data = ws.read_config()
+        if data is None:
+            left = ws.discard_creation_leftovers()
+            what = (f"its creation was cut short before its settings were written ({left} removed); "
+                    "run the tune command that created it again") if left else f"expected {ws.store}"
+            msg = f"nothing to continue: no study in '{study}' ({what})"
+            raise StoreError(msg)
+    from gptuner_core.config import StudyConfig
+
+    return StudyConfig.settings_of(data)

@@ -286,6 +286,7 @@ class TuneCommand(Command):
         note = None
         if args.resume:
             from gptuner_core.cli.resume import finished_message
+            from gptuner_core.cli.resume import stored_settings
             from gptuner_core.cli.resume import unwritten_output
 
             stored = stored_settings(study)
@@ -356,30 +357,6 @@ def config_from_file(path: str):  # noqa: ANN201 - StudyConfig
     return StudyConfig.from_json(data)
 
 
-def stored_settings(study: Path) -> dict[str, Any]:
-    """The stored configuration: the store's, else the folder's ``study.json`` when a kill cut
-    the study's creation short."""
-    from gptuner_core.engine.workspace import StudyWorkspace
-    from gptuner_core.errors import StoreError
-    from gptuner_core.storage import open_store
-
-    ws = StudyWorkspace(study)
-    if ws.has_study():
-        with open_store(study, readonly=True) as store:
-            data = store.config()
-    else:
-        data = ws.read_config()
-        if data is None:
-            left = ws.discard_creation_leftovers()
-            what = (f"its creation was cut short before its settings were written ({left} removed); "
-                    "run the tune command that created it again") if left else f"expected {ws.store}"
-            msg = f"nothing to continue: no study in '{study}' ({what})"
-            raise StoreError(msg)
-    from gptuner_core.config import StudyConfig
-
-    return StudyConfig.settings_of(data)
-
-
 def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None = None,  # noqa: ANN201 - StudyConfig
                   data: dict[str, Any] | None = None):
     """The stored configuration (:func:`stored_settings`, unless given), with the budgets and
@@ -387,6 +364,7 @@ def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None =
     outputs never written through)."""
     from gptuner_core.cli.resume import check_unchanged
     from gptuner_core.cli.resume import outputs_now
+    from gptuner_core.cli.resume import stored_settings
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.workspace import StudyWorkspace
 
