@@ -105,6 +105,15 @@ def slower_than_leader(
     return out
 
 
+def separated(medians: dict[int, list[float | None]], leader: int, c: int, alpha: float,
+              plan: SequentialPlan) -> bool:
+    """Whether ``leader`` is faster than ``c`` as a winner is faster than the default: the
+    leader-over-``c`` interval, paired round by round at the level ``alpha``, lies above
+    ``1 + min_effect``. Otherwise (within +-min_effect, or undecided) the two may tie."""
+    iv, _ = paired_interval(medians, c, leader, alpha, plan.method)  # the leader over c
+    return iv.low is not None and iv.low > math.log(1.0 + plan.min_effect)
+
+
 def tie_group(
     medians: dict[int, list[float | None]],
     winners: Sequence[int],
@@ -113,19 +122,9 @@ def tie_group(
     plan: SequentialPlan,
 ) -> list[int]:
     """The winners the rounds do not separate from the leading one (highest point speed-up),
-    the leader included. A winner is separated when the leader is faster than it as a winner is
-    faster than the default: the leader-over-it interval, paired round by round at the level
-    ``alpha``, lies above ``1 + min_effect``. Otherwise (the interval within +-min_effect, or
-    undecided) the two tie, and which of them has the larger point estimate is timing noise: the
-    caller names one by a fixed order instead. A finalist significantly faster than every other
-    is a group of one, so it is still named for its speed."""
+    the leader included (:func:`separated`). Which of a tie has the larger point estimate is
+    timing noise: the caller names one by a fixed order instead. A finalist significantly
+    faster than every other is a group of one, so it is still named for its speed."""
     leader = max(winners, key=lambda c: (estimates[c].point if estimates[c] else 0.0, -c))
-    threshold = math.log(1.0 + plan.min_effect)
-    group = [leader]
-    for c in winners:
-        if c == leader:
-            continue
-        iv, _ = paired_interval(medians, c, leader, alpha, plan.method)  # the leader over c
-        if iv.low is None or iv.low <= threshold:
-            group.append(c)
-    return group
+    return [leader, *(c for c in winners if c != leader
+                      and not separated(medians, leader, c, alpha, plan))]

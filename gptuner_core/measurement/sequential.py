@@ -49,6 +49,7 @@ from gptuner_core.measurement.paired import LogInterval
 from gptuner_core.measurement.regimes import Regimes
 from gptuner_core.measurement.regimes import detect_regimes
 from gptuner_core.measurement.round_pairs import paired_interval
+from gptuner_core.measurement.round_pairs import separated
 from gptuner_core.measurement.round_pairs import slower_than_leader
 from gptuner_core.measurement.round_pairs import tie_group
 from gptuner_core.measurement.stats import SpeedupEstimate
@@ -204,6 +205,7 @@ def revalidate_sequential(
     order: list[tuple[int, ...]] = []
     measured_s: list[float] = []
     stop_reason = "max_rounds"
+    tie_lead: int | None = None  # the leading winner, measured on beside its possible ties
 
     def evaluate(c: int, n: int, alpha: float) -> tuple[LogInterval, str, Regimes]:
         iv, c_reg = paired_interval(medians, default, c, alpha, plan.method)
@@ -219,7 +221,7 @@ def revalidate_sequential(
             if clock() - t0 + per_route * (1 + len(active)) > plan.max_time_s:
                 stop_reason = "max_time"
                 break
-        routes = [default, *active]
+        routes = [default, *active, *([tie_lead] if tie_lead is not None else [])]
         this = tuple(int(routes[i]) for i in rng.permutation(len(routes)))
         order.append(this)
         hint = getattr(measure_fresh, "prefetch", None)  # start the round's processes together
@@ -253,11 +255,21 @@ def revalidate_sequential(
                 elif iv.high is not None and iv.high < threshold:
                     status[c], decided_at[c] = "not_faster", n
             won = [last[c][0].low for c in cands if status[c] == "winner"]
-            if won and plan.stop_at_winner:
+            if won:  # an undecided contender the leading winner is not separated from may tie
+                lead = max((c for c in cands if status[c] == "winner"),
+                           key=lambda c: (last[c][0].centre, -c))
+                open_ties = [c for c in cands if status[c] == "inconclusive" and c in last
+                             and not separated(medians, lead, c, alphas[n], plan)]
+            if won and plan.stop_at_winner and not open_ties:
                 stop_reason = "decided"
                 if on_round is not None:
                     on_round(n, plan.max_rounds, ())
                 break
+            if won and plan.stop_at_winner:  # measure the possible ties on, beside the leader
+                tie_lead = lead
+                for c in cands:
+                    if status[c] == "inconclusive" and c not in open_ties:
+                        status[c], decided_at[c] = "outclassed", n
             if won:
                 bar = max(w for w in won if w is not None)
                 for c in cands:

@@ -58,8 +58,11 @@ class SequentialPlan:
             ``1 + winner_floor`` *and* its point estimate above ``1 + min_effect`` ("significantly
             faster, by an estimated more than min_effect"), the regression gate's rule (0).
         stop_at_winner: stop at the first look with a winner (the default: the question is "is a
-            route faster than the default?"); ``False`` keeps measuring the undecided contenders
-            until each is decided or outclassed by the winner (to be sure the winner is the best).
+            route faster than the default?"), unless an undecided contender is not separated from
+            the leading winner (it may tie with it): those two are measured on until it is decided
+            or the rounds run out, the others are outclassed; ``False`` keeps measuring the
+            undecided contenders until each is decided or outclassed by the winner (to be sure
+            the winner is the best).
     """
 
     min_effect: float = 0.01

@@ -50,13 +50,13 @@ class _OrtRunner(Runner):
         self.call_s = call_ms / 1000
         self.feeds: dict[str, Any] = {}
         # a synthetic latency (``-fault:tie``): the calls run, but the time reported is this many
-        # ms per call times a per-process factor (3 % between processes, as fresh processes
+        # ms per call times a per-process factor (1 % between processes, as fresh processes
         # differ): the outcome is the same on a quiet and on a busy machine
         self.synthetic_ns = None
         if synthetic_ms is not None:
             import numpy as np
 
-            factor = np.random.default_rng().lognormal(0.0, 0.03)
+            factor = np.random.default_rng().lognormal(0.0, 0.01)
             self.synthetic_ns = synthetic_ms * 1e6 * factor
 
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -23,7 +23,7 @@ def _tune(study, tiny_model, tiny_dataset) -> int:
     differ by nothing but their artifact, so only timing noise orders them."""
     return main(["tune", str(tiny_model), "--backend", FAULTY, "--expr", "-fault:tie=[x|y]",
                  "--dataset", str(tiny_dataset), "--batch-size", "4", "--epsilon", "1e-3",
-                 "--revalidate-top-k", "2", "--revalidate-rounds", "4", "--drift-every", "0",
+                 "--revalidate-top-k", "2", "--revalidate-rounds", "6", "--drift-every", "0",
                  "--profile-runs", "0", "--study", str(study), "--quiet",
                  *[f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]])
 

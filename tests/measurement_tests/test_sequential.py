@@ -379,6 +379,17 @@ class TestTiedFinalists:
         assert named == {2}  # the preferred one, every time
         assert leaders == {1, 2}  # while the larger point estimate flipped between repeats
 
+    def test_a_finalist_that_clears_a_look_later_still_ties(self) -> None:
+        """With 25 % noise between processes one of two tied finalists often clears the default
+        a look before the other: the study measures the possible tie on (beside the leader)
+        instead of stopping at the first winner, so the same route is named every time (a
+        real-study run had named whichever cleared first)."""
+        for seed in range(20):
+            res = revalidate_sequential(
+                [1, 2], 0, processes(self.TIE, 0.25, seed), SequentialPlan(max_rounds=12),
+                seed=seed, prefer=lambda n: {1: (1,), 2: (0,)}[n])
+            assert (res.winner, res.tied) == (2, (1,)), res.message
+
     def test_without_an_order_the_lower_number_is_named(self) -> None:
         for seed in range(6):
             res = revalidate_sequential([2, 1], 0, processes(self.TIE, 0.05, seed), SequentialPlan(),
