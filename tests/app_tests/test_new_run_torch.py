@@ -21,6 +21,7 @@ def _new_run(ws, monkeypatch) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_bundled_torch_sample(empty_workspace, monkeypatch) -> None:
     """Defect: the torch backend was offered but the only models were ONNX samples."""
     at = _new_run(empty_workspace, monkeypatch)

@@ -45,6 +45,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_no_page_imports_torch() -> None:
     study = APP.parent / "examples" / "studies" / "torch_h200"
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(APP), str(study)],  # noqa: S603

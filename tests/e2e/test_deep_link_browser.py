@@ -31,6 +31,7 @@ def _nav(page) -> list[str]:
             page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()]
 
 
+@pytest.mark.slow
 def test_the_first_visit_by_a_page_url_gets_the_dashboard_navigation(tmp_path: Path,
                                                                     browser_page) -> None:
     from playwright.sync_api import expect

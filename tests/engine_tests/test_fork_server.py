@@ -38,6 +38,7 @@ def fresh_launchers():
     launcher.shutdown()
 
 
+@pytest.mark.slow
 def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(tmp_path, fresh_launchers):
     job = {"backend": "torch", "backend_options": {"device": "cuda:0"}, "model": f"{MODEL}:factory",
            "modules": ["torch", "torch._inductor.compile_fx", _module_of(MODEL)]}
@@ -62,6 +63,7 @@ def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(
     assert launcher.shared("torch").pid == server.pid
 
 
+@pytest.mark.slow
 def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fresh_launchers, caplog,
                                                                     monkeypatch):
     """A model module that starts a thread when imported: the server refuses to fork from then
@@ -187,6 +189,7 @@ def test_round_times_sum_each_rounds_processes(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_a_preload_that_starts_a_thread_is_left_out_of_a_new_server(tmp_path, monkeypatch, fresh_launchers, caplog):
     """The preload stops at the module after which the server may not fork; a new server is
     started with the modules before it, and forks."""
@@ -220,6 +223,7 @@ int nvmlDeviceGetUUID(void *h, char *buf, int len) { strncpy(buf, "GPU-fake", le
 """
 
 
+@pytest.mark.slow
 def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tmp_path, monkeypatch, fresh_launchers):
     """PyTorch's fork-safe CUDA check asks NVML, whose initialisation leaves a thread: on the H200
     importing Inductor did so and the server dropped Inductor from its preload (each child then

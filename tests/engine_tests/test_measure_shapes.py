@@ -54,6 +54,7 @@ def wide(tmp_path_factory):
     return _wide_model(tmp / "wide.onnx"), ds
 
 
+@pytest.mark.slow
 def test_each_candidate_is_measured_at_every_shape(wide, tmp_path, capsys):
     model, ds = wide
     study = tmp_path / "s"

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from gptuner_core.storage import open_store
 
 from .conftest import FAULTY
@@ -24,6 +26,7 @@ def _tune(model, dataset, study, env):
     return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+@pytest.mark.slow
 def test_two_tuners_on_one_device_never_measure_at_once(tmp_path, tiny_model, tiny_dataset):
     env = {**os.environ, "PYTHONPATH": str(REPO), "GPTUNER_LOCK_DIR": str(tmp_path / "locks")}
     a = _tune(tiny_model, tiny_dataset, tmp_path / "a", env)

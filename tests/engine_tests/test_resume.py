@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from gptuner_core.records import CandidateState
 from gptuner_core.routes import Route
 from gptuner_core.storage import open_store
@@ -41,6 +43,7 @@ def _finished(study):
 
 
 class TestResume:
+    @pytest.mark.slow
     def test_sigkill_then_continue(self, tmp_path, tiny_model, tiny_dataset):
         """Kill the tuner mid-study with SIGKILL, resume, and compare."""
         study = tmp_path / "study"

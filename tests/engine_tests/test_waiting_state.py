@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from gptuner_core.device_lock import DeviceLock
 from gptuner_core.device_lock import measuring_devices
 from gptuner_core.storage import open_store
@@ -49,6 +51,7 @@ def _status(study) -> str | None:
     return status.value if status is not None else None
 
 
+@pytest.mark.slow
 def test_waiting_is_a_state(tmp_path, tiny_model, tiny_dataset):
     """Three real tuners at once (the wall time of one): A waits for a device held 4 s, longer
     than its 2 s time budget; B gives up after --device-wait 1; C is stopped while it waits.

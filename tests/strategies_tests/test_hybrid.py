@@ -79,6 +79,7 @@ def test_a_finished_basin_restarts_elsewhere(restart):
         assert knobs_apart(after.info["centre"], finished) >= 3
 
 
+@pytest.mark.slow
 def test_finds_the_optimum_and_avoids_failures(rec):
     """Over 8 seeds of 60 builds (about half the space fails or is infeasible): the optimum
     every time, and a share of failed builds well below random search's on the same seeds.
@@ -106,6 +107,7 @@ def test_the_harness_is_honest(rec):
     assert [s.route for s in second.trace] == [s.route for s in first.trace]
 
 
+@pytest.mark.slow
 def test_with_a_prior_it_is_bo(rec):
     prior = load_prior([recording(shift=-1.0)], rec.expression)
     hybrid = simulate("hybrid", rec, 15, seed=0, budget_fraction=0.0, prior=prior)
@@ -121,6 +123,7 @@ def test_options_are_checked(rec):
         get_strategy("hybrid", rec.expression, db=rec.db, acquisition="nope")
 
 
+@pytest.mark.slow
 def test_local_moves_take_the_knobs_in_turn():
     """Around a centre, the next local move changes a knob with the fewest of that centre's
     neighbours tried so far (every route of this space builds, so every knob's moves are likely
