@@ -155,6 +155,9 @@ def test_gate_on_another_dataset(bundle: Path, tmp_path: Path) -> None:
     assert (bundle / "model" / SAMPLE.name).is_file()
     rc, res = _gate(bundle, SAMPLE, tmp_path, "--dataset", str(data), "--max-rounds", "4")
     assert res["accuracy"]["losses"]["logits"] == 0, res  # golden = the rebuilt baseline's outputs
-    assert rc in (0, 3) and res["decision"] != "regression", res  # timing: 4 rounds may not decide
+    # the point is the accuracy above; which timing decision 4 rounds reach is timing's (with two
+    # CPU hogs beside 4 test workers the unchanged model was once called a 5x regression)
+    assert (rc, res["decision"]) in ((0, "no_change"), (0, "improvement"), (3, "inconclusive"),
+                                     (1, "regression")), res
     rc, res = _gate(bundle, SAMPLE, tmp_path, "--dataset", str(data), "--route", f"{ROUTE} -quant:mode=dynamic")
     assert rc == 1 and res["decision"] == "accuracy_failed", res
