@@ -36,3 +36,19 @@ def open_new_run_sections(at, *, strategy: str | None = None) -> None:
 
     for key in ("nr_bopt_open", "nr_adv_open", f"nr_sopt_open_{strategy or DEFAULT_STRATEGY}"):
         at.session_state[key] = True
+
+
+def open_page(ws: Path, study: str, page: str, monkeypatch: pytest.MonkeyPatch, *, timeout: float = 60):  # noqa: ANN201 - AppTest
+    """The app on workspace ``ws`` with ``study`` picked, switched to ``app_pages/<page>``, run
+    once without an exception."""
+    from streamlit.testing.v1 import AppTest
+
+    from gptuner_core.dashboard import state
+
+    monkeypatch.setenv("GPTUNER_WORKSPACE", str(ws))
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    at.session_state[state.STUDY] = study
+    at.run()
+    at.switch_page(f"app_pages/{page}").run()
+    assert not at.exception, at.exception
+    return at

@@ -6,13 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from streamlit.testing.v1 import AppTest
-
-from gptuner_core.dashboard import state
 from gptuner_core.engine.workspace import StudyWorkspace
 from gptuner_core.storage import open_store
 from gptuner_core.testing.synthetic_study import write_synthetic_study
-from tests.app_tests.conftest import APP
+from tests.app_tests.conftest import open_page
 
 
 def test_starting_shows_no_message_of_the_last_run(tmp_path, monkeypatch) -> None:
@@ -23,12 +20,7 @@ def test_starting_shows_no_message_of_the_last_run(tmp_path, monkeypatch) -> Non
     tuner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         StudyWorkspace(study).pid_file.write_text(str(tuner.pid), encoding="utf-8")
-        monkeypatch.setenv("GPTUNER_WORKSPACE", str(tmp_path))
-        at = AppTest.from_file(str(APP), default_timeout=60)
-        at.session_state[state.STUDY] = "resumed"
-        at.run()
-        at.switch_page("app_pages/3_Live.py").run()
-        assert not at.exception, at.exception
+        at = open_page(tmp_path, "resumed", "3_Live.py", monkeypatch)
         line = next(m.value for m in at.markdown if "status:" in m.value)
         assert "**starting**" in line and "budget reached" not in line, line
     finally:

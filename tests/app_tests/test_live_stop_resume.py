@@ -11,10 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from gptuner_core.config import StudyConfig
 from gptuner_core.dashboard import launch
-from gptuner_core.dashboard import state
 from gptuner_core.engine.process.launch import is_running
 from gptuner_core.storage import open_store
-from tests.app_tests.conftest import APP
+from tests.app_tests.conftest import open_page
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,13 +43,7 @@ def _status(study: Path):
 
 
 def _live(ws: Path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("GPTUNER_WORKSPACE", str(ws))
-    at = AppTest.from_file(str(APP), default_timeout=30)
-    at.session_state[state.STUDY] = "live"
-    at.run()
-    at.switch_page("app_pages/3_Live.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(ws, "live", "3_Live.py", monkeypatch, timeout=30)
 
 
 def test_stop_then_resume(tmp_path, monkeypatch):

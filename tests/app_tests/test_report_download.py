@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from streamlit.testing.v1 import AppTest
-
-from gptuner_core.dashboard import state
-from tests.app_tests.conftest import APP
+from tests.app_tests.conftest import open_page
 
 
 def test_results_offers_the_html_report(finished_workspace, monkeypatch) -> None:
     from gptuner_core.dashboard.widgets import report_html
     from gptuner_core.report import write_report
 
-    monkeypatch.setenv("GPTUNER_WORKSPACE", str(finished_workspace))
-    at = AppTest.from_file(str(APP), default_timeout=60)
-    at.session_state[state.STUDY] = "digits-study"
-    at.run()
-    at.switch_page("app_pages/4_Results.py").run()
-    assert not at.exception, at.exception
+    at = open_page(finished_workspace, "digits-study", "4_Results.py", monkeypatch)
     buttons = [b for b in at.get("download_button") if b.proto.label == "Download report (HTML)"]
     assert len(buttons) == 1, [b.proto.label for b in at.get("download_button")]
     assert buttons[0].proto.deferred_file_id  # built when pressed, not on every render
