@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ def revalidate_winner(
     )
 
     def measure_fresh(number: int, round_index: int) -> list[float]:
-        return round_samples(evaluator, by_number[number], f"revalidation/r{round_index}_{number:05d}",
+        return round_samples(evaluator, by_number[number], round_purpose(round_index, number),
                              f"candidate #{number}")
 
     if shapes:
@@ -76,10 +77,11 @@ def revalidate_winner(
     from gptuner_core.engine.rounds import ROUND_SCALE
 
     attach(measure_fresh, evaluator, lambda order: [
-        (by_number[n], f"revalidation/r{r}_{n:05d}", ROUND_SCALE) for n, r in order])
+        (by_number[n], round_purpose(r, n), ROUND_SCALE) for n, r in order])
     from gptuner_core.engine.ties import TieOrder
 
     ties = TieOrder.of(history)
+    began = time.time()  # round 0's processes may have started during screening (start_rounds_ahead)
     try:
         result = revalidate_sequential(
             [r.number for r in top], 0, measure_fresh, plan, seed=cfg.seed,
@@ -94,9 +96,33 @@ def revalidate_winner(
     from gptuner_core.engine.rounds import round_times
 
     root = getattr(getattr(getattr(evaluator, "ctx", None), "workspace", None), "root", None)
-    times = round_times(Path(root)) if root is not None else []
+    times = round_times(Path(root), since=began) if root is not None else []
     store.add_event("revalidation", {**result.to_json(), **({"round_times": times} if times else {})})
     return verdict.too_busy(verdict.from_sequential(result, ties), history)
+
+
+def round_purpose(round_index: int, number: int) -> str:
+    """The work folder of candidate ``number``'s process in re-validation round ``round_index``."""
+    return f"revalidation/r{round_index}_{number:05d}"
+
+
+def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[CandidateRecord]) -> None:
+    """Every candidate has been built, the last ones still wait to be measured: start the
+    re-validation processes of the default route and of the finalists as screening ranks them
+    now (``engine.round_prefetch``), on the cores the builds have left, so that round 0 does not
+    wait for their compile. Called again as results come in; a hint that no longer names a
+    finalist cancels its processes. Nothing happens where re-validation will not run rounds of
+    fresh processes here (no prefetching evaluator, top-k 0, several measured shapes)."""
+    start = getattr(evaluator, "prefetch_rounds", None)
+    if (start is None or not evaluator.prefetching() or cfg.revalidate_top_k <= 0  # type: ignore[attr-defined]
+            or len(cfg.measure_shapes) > 1 or not history or not history[0].eligible):
+        return
+    from gptuner_core.engine.rounds import ROUND_SCALE
+
+    by_number = {r.number: r for r in history}
+    numbers = [0, *(r.number for r in verdict.contenders(history)[: cfg.revalidate_top_k])]
+    start([(by_number[n], round_purpose(r, n), ROUND_SCALE)
+           for r in range(max(cfg.revalidate_rounds, 2)) for n in numbers])
 
 
 def check_output_path(output: str) -> None:

@@ -111,8 +111,11 @@ def run_loop(
     search: str,
     scale_out: ScaleOut | None = None,
     device_lock: DeviceLock | None = None,
+    built: Callable[[list[CandidateRecord]], None] | None = None,
 ) -> LoopEnd:
-    """Run until the strategy is done or a budget is reached; ``history`` grows in place."""
+    """Run until the strategy is done or a budget is reached; ``history`` grows in place.
+    Several candidates in flight (``scale_out``): ``built(history)`` once every one of them has
+    been built and no more are proposed, and after each result from then on."""
     if scale_out is not None:
         from gptuner_core.engine.scale.parallel import run_parallel
         from gptuner_core.engine.scale.pools import make_pool
@@ -121,7 +124,7 @@ def run_loop(
         if pool is not None:
             return run_parallel(
                 strategy=strategy, evaluator=evaluator, pool=pool, history=history, key=key,
-                budget=budget, sink=sink, space_size=space_size, search=search,
+                budget=budget, sink=sink, space_size=space_size, search=search, built=built,
             )
     seen = {key(r.requested_route) for r in history}
     artifacts = {

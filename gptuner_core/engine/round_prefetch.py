@@ -12,11 +12,19 @@ measurement on the device at a time, on the measuring cores. Every build has end
 the loading of later rounds runs on cores nothing else needs while earlier rounds measure: a round
 costs about its measurements, not a compile per process (the processes stay fresh per round). A
 prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.
+
+The line can start before re-validation does: once every candidate of the study has been built,
+``engine.finish.start_rounds_ahead`` hints the rounds of the default route and of the finalists
+as screening has ranked them so far, while the last candidates are still measured one at a time
+(issue 38: round 0 waited for its processes' compile otherwise). Each hint names every process
+still wanted: one it no longer names (a finalist that screening or a decision dropped) is told to
+exit, and its place goes to the next in line.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -35,6 +43,7 @@ class _Pending:
 
     def __init__(self, ev: IsolatedEvaluator, record: CandidateRecord, purpose: str, scale: float,
                  build_cpus: tuple[int, ...], target: str) -> None:
+        self.purpose = purpose
         self.workdir = ev.ctx.workspace.root / purpose
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / TURN).unlink(missing_ok=True)
@@ -54,9 +63,17 @@ class _Pending:
         assert self.res is not None
         return self.res
 
-    def cancel(self) -> None:
+    def cancel(self, *, wait: bool = True) -> None:
+        """Tell the process to exit (it does once loaded); ``wait``: until it has."""
         write_json_atomic(self.workdir / TURN, {"cancel": True}, durable=False)
-        self.thread.join(60)
+        if wait:
+            self.thread.join(60)
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
 
 
 def room(build_cpus: tuple[int, ...]) -> int:
@@ -70,7 +87,9 @@ class RoundPrefetch:
 
     ``start`` takes the calls of the current round and of every later one (``measure_fresh``'s
     ``prefetch`` hint, in order) and starts as many as :func:`room` allows; the rest wait in
-    line and start as earlier ones are taken. A call taken before it started starts at once."""
+    line and start as earlier ones are taken. A call taken before it started starts at once.
+    Each hint names every call still wanted: a started one it leaves out is cancelled, a queued
+    one dropped. ``started`` keeps when each process was started (``time.time()``)."""
 
     def __init__(self, ev: IsolatedEvaluator, build_cpus: tuple[int, ...], measure_cpus: tuple[int, ...],
                  target: str, capacity: int | None = None) -> None:
@@ -79,25 +98,48 @@ class RoundPrefetch:
         self._pending: dict[str, _Pending] = {}
         self._queued: dict[str, tuple[CandidateRecord, float]] = {}
         self._lock = threading.Lock()
+        self.started: dict[str, float] = {}
+        self._leaving: dict[str, _Pending] = {}  # cancelled, maybe still loading, by purpose
 
     def _launch(self, purpose: str) -> _Pending:
         record, scale = self._queued.pop(purpose)
+        self.started[purpose] = time.time()
         self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target)
         return self._pending[purpose]
 
     def _fill(self) -> None:
-        while self._queued and len(self._pending) < self.capacity:
-            self._launch(next(iter(self._queued)))
+        for purpose in list(self._queued):
+            if len(self._pending) >= self.capacity:
+                return
+            if not self._busy(purpose):
+                self._launch(purpose)
+
+    def _busy(self, purpose: str) -> bool:
+        """A cancelled process of this purpose still runs in its folder (a finalist dropped,
+        then wanted again): the new one starts after it has gone."""
+        old = self._leaving.get(purpose)
+        if old is not None and not old.alive():
+            del self._leaving[purpose]
+            return False
+        return old is not None
 
     def start(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
+        wanted = {purpose for _, purpose, _ in calls}
         with self._lock:
-            for record, purpose, scale in calls:
-                if purpose not in self._pending and purpose not in self._queued:
-                    self._queued[purpose] = (record, scale)
+            dropped = [self._pending.pop(p) for p in list(self._pending) if p not in wanted]
+            self._queued = {purpose: (record, scale) for record, purpose, scale in calls
+                            if purpose not in self._pending}  # in the hint's order
+            for pending in dropped:  # it exits once loaded; nothing waits for that here
+                pending.cancel(wait=False)
+                self._leaving[pending.purpose] = pending
             self._fill()
 
     def take(self, purpose: str) -> ChildResult | None:
+        old = self._leaving.get(purpose)
+        if old is not None:  # cancelled before: its process leaves the folder first
+            old.join()
         with self._lock:
+            self._busy(purpose)
             if purpose in self._queued:  # its turn came before it could start: start it now
                 self._launch(purpose)
             pending = self._pending.pop(purpose, None)
@@ -107,8 +149,11 @@ class RoundPrefetch:
     def cancel_all(self) -> None:
         with self._lock:
             left, self._pending, self._queued = list(self._pending.values()), {}, {}
+            leaving, self._leaving = list(self._leaving.values()), {}
         for pending in left:
             pending.cancel()
+        for pending in leaving:  # cancelled earlier: no process is left behind
+            pending.join(60)
 
 
 def attach(measure_fresh: Any, evaluator: Any, calls_of: Any) -> Any:

@@ -68,12 +68,13 @@ def record_split(workdir: Path, res: ChildResult) -> None:
               workdir.name, split["startup"], split["compile"], split["measure"])
 
 
-def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, float]]:
+def round_times(root: Path, folder: str = "revalidation", since: float | None = None) -> list[dict[str, float]]:
     """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
     each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
     ``measure``, ``total``; ``span``: first request to last result of the round (its processes
     may have started rounds ahead); ``wall``: what the round added to the re-validation, from the
-    later of its first request and the previous round's last result to its last result."""
+    later of its first request and the previous round's last result (round 0: the re-validation's
+    start, ``since``, when given) to its last result."""
     rounds: dict[int, dict[str, float]] = {}
     for path in sorted((root / folder).glob(f"*/{SPLIT}")):
         m = _ROUND.search(path.parent.name)
@@ -92,7 +93,7 @@ def round_times(root: Path, folder: str = "revalidation") -> list[dict[str, floa
             row["begin"] = min(row.get("begin", split["begin"]), split["begin"])
             row["end"] = max(row.get("end", split["end"]), split["end"])
     out = [rounds[k] for k in sorted(rounds)]
-    last_end = None
+    last_end = since
     for row in out:
         row["total"] = round(row["startup"] + row["compile"] + row["measure"], 3)
         if "begin" in row:  # processes start ahead (round_prefetch): a round adds the time from

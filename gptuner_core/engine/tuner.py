@@ -26,6 +26,7 @@ from gptuner_core.backends import load_backend
 from gptuner_core.engine.evaluator import StudyContext
 from gptuner_core.engine.finish import check_output_path
 from gptuner_core.engine.finish import revalidate_winner
+from gptuner_core.engine.finish import start_rounds_ahead
 from gptuner_core.engine.finish import write_output
 from gptuner_core.engine.inputs import load_inputs
 from gptuner_core.engine.inputs import measure_feeds
@@ -327,6 +328,7 @@ class Tuner:
                               target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
                 sink=sink, space_size=self.expr.count("full"), search=cfg.search,
                 scale_out=cfg.scale_out(), device_lock=lock,
+                built=lambda seen: start_rounds_ahead(cfg, evaluator, seen),
             )
             status, message = end.status, end.reason
         scale_warnings = self._scale_warnings(store)
@@ -348,6 +350,7 @@ class Tuner:
                 store.set_winner(winner)
                 # the status says why the study ended; the verdict is the winner record's, said once
                 message = "; ".join(m for m in (message, winner.headline()) if m)
+        getattr(evaluator, "cancel_prefetched", lambda: None)()  # rounds started ahead, not run
         if status is not StudyStatus.FAILED:
             if winner is not None and cfg.output:
                 store.set_meta("pending", {"phase": "output"})  # a kill here: --continue writes them

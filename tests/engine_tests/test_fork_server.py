@@ -267,3 +267,37 @@ def test_a_round_started_ahead_adds_only_the_time_after_the_previous_round(tmp_p
         (tmp_path / "revalidation" / name / "times.json").write_text(json.dumps(split))
     rows = round_times(tmp_path)
     assert [(r["span"], r["wall"]) for r in rows] == [(11.0, 11.0), (12.5, 2.0), (1.0, 1.0)]
+
+
+@pytest.mark.slow
+def test_round_processes_start_while_the_last_candidates_are_still_screened(tmp_path, monkeypatch):
+    """Issue 38: round 0 waited for its processes' compile. With several candidates in flight,
+    once every candidate has been built the processes of the default's rounds (and the leader's
+    so far) start while the last candidates still measure one at a time (each measures for
+    about a second here: 40 ms per call): round 0 began before the re-validation did, and the
+    study ends with the same kind of verdict and no process left waiting."""
+    study = tmp_path / "ahead"
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"),
+        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
+        "--backend-option", "device_free_builds=true",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
+        "--expr", "-fault:tie=[slow|x|y] -fault:call_ms=40 -fault:sleep_ms=100", "--search", "full",
+        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
+        "--revalidate-rounds", "2", "--drift-every", "0", "--profile-runs", "0",
+        "--study", str(study), "--quiet", "--build-workers", "4",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) in (0, 3)
+    with open_store(study, readonly=True) as store:
+        (event,) = [e.payload for e in store.events("revalidation")]
+        assert store.winner() is not None
+    first = event["round_times"][0]
+    # its processes were started before the re-validation began: the round spans more than
+    # what it added to the re-validation
+    assert first["span"] > first["wall"], event["round_times"]
+    waiting = [f.name for f in (study / "revalidation").iterdir()
+               if (f / "phase").exists() and not (f / "result.json").exists()
+               and "cancel" not in ((f / "turn").read_text() if (f / "turn").exists() else "")]
+    assert not waiting, waiting  # every process started ahead was measured or told to exit

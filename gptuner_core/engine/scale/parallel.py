@@ -20,7 +20,11 @@ Same rules as :func:`gptuner_core.engine.loop.run_loop` (it hands over here when
   A candidate that crashes its own process is a result (CRASHED), not retried;
 * budgets stop new proposals; candidates in flight are finished and committed;
 * re-measurements (drift sentinel, racing) wait until nothing is in flight, and hold the
-  measuring device (``CandidatePool.measuring``).
+  measuring device (``CandidatePool.measuring``);
+* once the strategy has nothing more to propose and every candidate in flight has been built
+  (it waits for the device or measures), ``built(history)`` is called, and again after each
+  result from then on: the re-validation rounds' processes can start loading on the cores the
+  builds have left (``engine.finish.start_rounds_ahead``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from concurrent.futures import wait
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine import loop_parts as loop
+from gptuner_core.engine.process.turn import WAIT
 from gptuner_core.engine.scale.scale_out import WorkerLost
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
@@ -108,6 +113,7 @@ def run_parallel(
     sink: loop.Sink,
     space_size: int,
     search: str,
+    built: Callable[[list[CandidateRecord]], None] | None = None,
 ) -> loop.LoopEnd:
     """:func:`loop.run_loop` with up to ``pool.width`` candidates in flight (module docstring)."""
     gated = _Gated(evaluator, pool)
@@ -124,6 +130,9 @@ def run_parallel(
     held: Proposal | None = None  # a re-measurement waiting for the candidates in flight
     unannounced: list[CandidateRecord] = []  # started beside the default route, not yet stored
     skipped = 0
+    phase_of: dict[str, str] = {}  # each route's last phase, as its process reported it
+    asked_out = False  # the strategy's last answer was "nothing more" (or a budget ended it)
+    hinted: tuple[int, tuple[int, ...]] | None = None  # what ``built`` was last called with
 
     early = bool(getattr(pool, "builds_before_default", False))
 
@@ -177,6 +186,7 @@ def run_parallel(
                     end = loop.LoopEnd(status=status, reason=reason)
                     break
                 proposal = strategy.ask(history, tuple(p for p, _ in inflight.values()))
+                asked_out = proposal is None
                 if proposal is None:
                     if not inflight:
                         end = _ended(history, space_size, search)
@@ -214,10 +224,19 @@ def run_parallel(
                     return end
                 continue
             wait([f for _, f in inflight.values()], timeout=0.2, return_when=FIRST_COMPLETED)
-            _drain(phases, sink, history)
+            _drain(phases, sink, history, phase_of)
+            now = (len(history), tuple(inflight))
+            if built is not None and (asked_out or end is not None) and now != hinted and all(
+                    fut.done() or phase_of.get(str(p.route)) in BUILT for p, fut in inflight.values()):
+                hinted = now
+                built(history)
     finally:
-        _drain(phases, sink, history)
+        _drain(phases, sink, history, phase_of)
         pool.close()
+
+
+#: a candidate's phases once its build has ended (its process waits for the device or measures)
+BUILT = frozenset({WAIT, "measure", "profile"})
 
 
 def _workers(pool: CandidatePool, sink: loop.Sink) -> None:
@@ -229,14 +248,16 @@ def _workers(pool: CandidatePool, sink: loop.Sink) -> None:
             report(states())
 
 
-def _drain(phases: queue.Queue[tuple[str, str]], sink: loop.Sink, history: list[CandidateRecord]) -> None:
+def _drain(phases: queue.Queue[tuple[str, str]], sink: loop.Sink, history: list[CandidateRecord],
+           phase_of: dict[str, str]) -> None:
     """Phase changes reported by worker threads, passed to the sink from this thread only (the
-    store belongs to the coordinator's thread)."""
+    store belongs to the coordinator's thread), and kept in ``phase_of``."""
     while True:
         try:
             route, ph = phases.get_nowait()
         except queue.Empty:
             return
+        phase_of[route] = ph
         with contextlib.suppress(Exception):
             sink.phase(route, ph, history)
 
