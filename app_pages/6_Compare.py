@@ -12,8 +12,8 @@ from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.compare import compare_studies
 from gptuner_core.dashboard.explain import render_layer_diff
-from gptuner_core.engine import pairwise
-from gptuner_core.engine import pairwise_jobs
+from gptuner_core.engine.decide import pairwise
+from gptuner_core.engine.decide import pairwise_jobs
 from gptuner_core.errors import GptunerError
 from gptuner_core.records.confidence import percent
 from gptuner_core.study_code import code_references

@@ -177,7 +177,7 @@ def trtexec_method(routes: list[dict[str, Any]], window_s: float) -> dict[str, A
 
 
 def contenders(medians: dict[int, float], default: int, k: int, margin: float | None) -> list[int]:
-    """Top-k non-default routes by median (the tuner's rule: ``engine.finish`` re-validates the
+    """Top-k non-default routes by median (the tuner's rule: ``engine.decide.finish`` re-validates the
     top ``--revalidate-top-k``), keeping only those within ``margin`` of the best when a margin is
     given (a route screened more than ``margin`` slower than the best is not re-validated)."""
     from gptuner_core.measurement import rank
@@ -282,13 +282,13 @@ def plan_from(args: argparse.Namespace) -> dict[str, Any]:
 
 def settings_for(quick: bool, screen_max_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """Screening and re-validation sampling settings (dicts for the child)."""
-    from gptuner_core.engine.rounds import ROUND_SCALE
+    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
     from gptuner_core.measurement import SamplingSettings
 
     screen = SamplingSettings(max_time_s=screen_max_s, gpu_index=None)
     if quick:
         screen = screen.scaled(0.5)
-    recheck = screen.scaled(ROUND_SCALE)  # as the tuner's rounds measure (engine.rounds)
+    recheck = screen.scaled(ROUND_SCALE)  # as the tuner's rounds measure (engine.evaluate.rounds)
     return screen.to_json(), recheck.to_json()
 
 

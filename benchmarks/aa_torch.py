@@ -71,8 +71,8 @@ def build_default(study: Path, args: argparse.Namespace) -> None:
 def open_study(study: Path):
     """The study's settings, its default candidate and an evaluator over its folder."""
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluator import study_evaluator
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.evaluate.evaluator import study_evaluator
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.storage import open_store
 
     ws = StudyWorkspace(study)
@@ -86,9 +86,9 @@ def open_study(study: Path):
 
 def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
     """Screen ``copies`` copies of the default in fresh processes, then the tuner's re-validation."""
-    from gptuner_core.engine import verdict
-    from gptuner_core.engine.finish import revalidate_winner
-    from gptuner_core.engine.rounds import round_times
+    from gptuner_core.engine.decide import verdict
+    from gptuner_core.engine.decide.finish import revalidate_winner
+    from gptuner_core.engine.evaluate.rounds import round_times
     from gptuner_core.records import CandidateState
 
     t0 = time.perf_counter()
@@ -157,7 +157,7 @@ class Background:
     def _work(self, i: int) -> None:
         import shutil
 
-        from gptuner_core.engine.evaluator import BUILD_ONLY_TARGET
+        from gptuner_core.engine.evaluate.evaluator import BUILD_ONLY_TARGET
 
         k = 0
         while not self.stop_event.is_set():
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.device_lock import measuring_devices
-    from gptuner_core.engine.sink import measuring_device
+    from gptuner_core.engine.loop.sink import measuring_device
     from gptuner_core.storage import open_store
 
     t_start = time.perf_counter()

@@ -8,7 +8,7 @@ Usage::
 Runs ``gptuner tune`` on MiniLM (int64 ids, real sentences, cos gate on ``sentence_embedding``)
 over quantization, fp16 and session knobs for ``--time-budget``, sampling the study folder's size
 every second, and reports: candidates (built, duplicates), the folder's final size by part
-(``engine.artifacts.disk_use``), the peak sampled while it ran, the bytes pruned or never kept
+(``engine.files.artifacts.disk_use``), the peak sampled while it ran, the bytes pruned or never kept
 (what ``--keep-artifacts all`` would have added), and the disk per built candidate.
 Target (issue 16): a 10-minute MiniLM study uses at most 1 GB.
 
@@ -59,7 +59,7 @@ def inline_copy(model: str, folder: Path) -> str:
 
 
 def sampler(study: Path, stop: threading.Event, peak: list[int]) -> None:
-    from gptuner_core.engine.artifacts import tree_bytes
+    from gptuner_core.engine.files.artifacts import tree_bytes
 
     while not stop.is_set():
         if study.exists():
@@ -75,8 +75,8 @@ def main() -> int:
     parser.add_argument("--lock-dir", help="GPTUNER_LOCK_DIR for this run")
     parser.add_argument("--study", type=Path, help="study folder (default: a temporary one)")
     args = parser.parse_args()
-    from gptuner_core.engine.artifacts import disk_use
-    from gptuner_core.engine.artifacts import human_bytes
+    from gptuner_core.engine.files.artifacts import disk_use
+    from gptuner_core.engine.files.artifacts import human_bytes
     from gptuner_core.records import CandidateState
     from gptuner_core.storage import open_store
 

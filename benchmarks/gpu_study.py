@@ -119,7 +119,7 @@ def limit_s(recs, rounds, workers: int) -> dict:
 
 
 def summary(mode: str, study: Path, wall: float, busy, start: float, end: float, workers: int = 1) -> dict:
-    from gptuner_core.engine.rounds import round_times
+    from gptuner_core.engine.evaluate.rounds import round_times
     from gptuner_core.storage import open_store
 
     with open_store(study, readonly=True) as store:

@@ -47,9 +47,9 @@ def _p90(values: list[float]) -> float:
 
 def _run(variant: str, routes: int, model: Path, dataset: Path, work: Path) -> dict[str, object]:
     from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.loop.tuner import Tuner
     from gptuner_core.engine.process import isolation
     from gptuner_core.engine.process import launcher
-    from gptuner_core.engine.tuner import Tuner
     from gptuner_core.storage import open_store
 
     os.environ[isolation.START_METHOD_ENV] = variant

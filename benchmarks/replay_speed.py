@@ -47,7 +47,7 @@ def synthetic_recording(seed: int = 0):
     rng = random.Random(seed)
     size = expr.count("full")
     chosen = [0, *rng.sample(range(1, size), RECORDED - 1)]
-    from gptuner_core.engine.recorded import stats_of
+    from gptuner_core.engine.evaluate.recorded import stats_of
     from gptuner_core.records import LatencyStats
 
     like = LatencyStats(median_ms=1, mean_ms=1, min_ms=1, p5_ms=1, p95_ms=1, p99_ms=1, cv=0,
@@ -105,7 +105,7 @@ def main() -> int:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import gptuner_core.strategies as strategies
-    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.engine.loop.simulate import simulate
 
     t0 = time.perf_counter()
     rec = synthetic_recording()

@@ -3,7 +3,7 @@
 Each Kernel Tuner space of the development set (``/work/shared/data/kerneltuner``) is searched
 whole and with its last 1, 2, ... tunable parameters held at their first listed value (the same
 kernel with fewer knobs tuned: 31 to 22,272 routes). Per space, both strategies run seeds
-0..N-1 through the real harness (:func:`gptuner_core.engine.simulate.simulate`) with a budget of
+0..N-1 through the real harness (:func:`gptuner_core.engine.loop.simulate.simulate`) with a budget of
 20 % of the space capped at 200 builds; reported: mean / worst fraction of that space's optimum
 at the budget.
 
@@ -35,7 +35,7 @@ def main() -> int:
     from _kt_space import load_kt
     from search_scale import curve
 
-    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.engine.loop.simulate import simulate
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=10)

@@ -41,7 +41,7 @@ def best_at(result, builds: int) -> float:
 
 
 def run(recordings: list[Path], strategies: list[str], seeds: int) -> dict:
-    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.engine.loop.simulate import simulate
     from gptuner_core.recording import load_recording
 
     out: dict = {}

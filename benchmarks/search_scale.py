@@ -1,7 +1,7 @@
 """Search at scale (issue 28): strategies on real brute-forced Kernel Tuner spaces.
 
 Every space of the development set (``/work/shared/data/kerneltuner``, 4k-22k routes, about half
-infeasible) is replayed through the real harness (:func:`gptuner_core.engine.simulate.simulate`:
+infeasible) is replayed through the real harness (:func:`gptuner_core.engine.loop.simulate.simulate`:
 the tuning loop, the recorded evaluator, a strategy sees a route's result only after asking for
 it). Per strategy and seed 0..N-1, one run of ``--budget`` builds; the best recorded speed-up after
 ``k`` builds of that run is the result of a run with budget ``k`` (a strategy never sees the
@@ -73,7 +73,7 @@ def run_space(rec, names, seeds, budget, *, prior=None, label="", options=None, 
               count="builds") -> dict:
     """``count="in_space"``: budgets count only proposals of routes in the space (runs go on to
     2 x ``budget`` builds so that every budget is reached)."""
-    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.engine.loop.simulate import simulate
 
     opt, _ = rec.optimum()
     budgets = [b for b in BUDGETS if b <= budget] or [budget]

@@ -57,7 +57,7 @@ def fixed_loop(routes: list[dict], seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gptuner_core.engine.rounds import ROUND_SCALE
+    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
     from gptuner_core.measurement import SamplingSettings
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
 
     screen = SamplingSettings(max_time_s=args.screen_max_s, gpu_index=None)
-    recheck = screen.scaled(ROUND_SCALE)  # as the tuner's rounds measure (engine.rounds)
+    recheck = screen.scaled(ROUND_SCALE)  # as the tuner's rounds measure (engine.evaluate.rounds)
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
     with tempfile.TemporaryDirectory() as tmp, competing_load(args.load) as load_pids:
         slow = str(build_mlp(Path(tmp) / "w512.onnx", width=512))

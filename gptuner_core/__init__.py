@@ -20,7 +20,7 @@ from __future__ import annotations
 from gptuner_core.backends import available_backends
 from gptuner_core.backends import get_backend
 from gptuner_core.config import StudyConfig
-from gptuner_core.engine.tuner import Tuner
+from gptuner_core.engine.loop.tuner import Tuner
 from gptuner_core.errors import GptunerError
 from gptuner_core.expressions import Expression
 from gptuner_core.interop.trtexec_cache import TuningCache

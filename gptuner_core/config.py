@@ -229,7 +229,7 @@ def validate(cfg: StudyConfig) -> None:
 
 
 def _check_keep_artifacts(value: Any) -> None:
-    from gptuner_core.engine.artifacts import KEEP_MODES
+    from gptuner_core.engine.files.artifacts import KEEP_MODES
 
     if value not in KEEP_MODES:
         msg = f"--keep-artifacts must be one of {list(KEEP_MODES)} (got {value!r})"
@@ -275,7 +275,7 @@ class StudyConfig:
         build_workers/ray/workers/normalize: scale-out (``engine.scale.scale_out.ScaleOut``): builds
             ahead in K processes (0 = chosen from cores and memory), Ray workers, one per device,
             and speed-ups against each device's own default route.
-        keep_artifacts: whose build outputs stay (``engine.artifacts``): ``top-k`` (the default's
+        keep_artifacts: whose build outputs stay (``engine.files.artifacts``): ``top-k`` (the default's
             and the re-validation contenders'), ``best`` (the default's and the winner's once
             decided) or ``all``; ``true``/``false`` of older studies read as ``all``/``best``.
         profile_runs: runs of the per-layer profile captured after each candidate's latency
@@ -330,7 +330,7 @@ class StudyConfig:
     normalize: bool = False
 
     def __post_init__(self) -> None:
-        from gptuner_core.engine.artifacts import keep_mode
+        from gptuner_core.engine.files.artifacts import keep_mode
 
         object.__setattr__(self, "keep_artifacts", keep_mode(self.keep_artifacts))  # legacy bool
         validate(self)

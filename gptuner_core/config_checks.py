@@ -3,7 +3,7 @@ calls :func:`check_settings`): output names, the strategy and its options, warm-
 the Ray address and zero-row shapes. Each refusal is one line: what, expected, found.
 
 Checks that need the model or the dataset (outputs that exist, readable warm-start studies of the
-same knobs, calibration data) run in ``engine.tuner.Tuner``'s plan, still before the first write.
+same knobs, calibration data) run in ``engine.loop.tuner.Tuner``'s plan, still before the first write.
 """
 
 from __future__ import annotations

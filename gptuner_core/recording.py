@@ -4,9 +4,9 @@ A :class:`Recording` holds the knob database, the expression and the candidate r
 recorded earlier with real measurements, either a study folder (read through
 ``open_store(study_dir, readonly=True)``) or a recording JSON written by
 ``benchmarks/record_sweep.py`` or ``gptuner import --format t4|kerneltuner`` (``{"format":
-"gptuner-recording/1", "knob_db", "config", "candidates"}``, gzipped or not). :class:`gptuner_core.engine.recorded.RecordedEvaluator` answers proposals from
+"gptuner-recording/1", "knob_db", "config", "candidates"}``, gzipped or not). :class:`gptuner_core.engine.evaluate.recorded.RecordedEvaluator` answers proposals from
 it (its docstring states the one semantics), both for ``gptuner replay`` /
-:func:`gptuner_core.engine.simulate.simulate` and for a tuner run on a recording.
+:func:`gptuner_core.engine.loop.simulate.simulate` and for a tuner run on a recording.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 on the new model (both built in fresh processes, the old route through the accuracy gate, then
 interleaved sequential re-validation: does the old win still hold?), in ``NEW/lineage/``; then
 runs a new study in ``NEW`` warm-started from the old study (``StudyConfig.warm_start``) under
-the time budget, through :class:`~gptuner_core.engine.tuner.Tuner`; and records the lineage in
+the time budget, through :class:`~gptuner_core.engine.loop.tuner.Tuner`; and records the lineage in
 the new study's ``lineage`` meta: ``{"from": OLD, "old_winner_holds": bool, ...}``.
 """
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.tuner import TuneSummary
+    from gptuner_core.engine.loop.tuner import TuneSummary
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,7 +55,7 @@ class RetuneResult:
 
 
 def _old_route(old: Path) -> tuple[dict[str, Any], dict[str, Any], str | None, str]:
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.storage import open_store
 
     if not StudyWorkspace(old).has_study():
@@ -78,13 +78,13 @@ def _check(cfg: StudyConfig, route: str | None, why: str, workdir: Path, specs: 
            max_rounds: int) -> HoldCheck:
     """Build the new default and the old route on the new model in fresh processes, gate the
     old route's accuracy, re-validate it against the new default in interleaved rounds."""
-    from gptuner_core.engine.evaluator import StudyContext
-    from gptuner_core.engine.evaluator import make_evaluator
-    from gptuner_core.engine.inputs import StudyInputs
-    from gptuner_core.engine.inputs import load_inputs
-    from gptuner_core.engine.inputs import store_inputs
-    from gptuner_core.engine.rounds import round_samples
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.evaluate.evaluator import StudyContext
+    from gptuner_core.engine.evaluate.evaluator import make_evaluator
+    from gptuner_core.engine.evaluate.rounds import round_samples
+    from gptuner_core.engine.files.inputs import StudyInputs
+    from gptuner_core.engine.files.inputs import load_inputs
+    from gptuner_core.engine.files.inputs import store_inputs
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.expressions import Expression
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.measurement import revalidate_sequential
@@ -145,8 +145,8 @@ def retune(
     from gptuner_core import fingerprint as fp
     from gptuner_core.backends import load_backend
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.tuner import Tuner
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
+    from gptuner_core.engine.loop.tuner import Tuner
     from gptuner_core.storage import open_store
 
     old, new = Path(old_study).absolute(), Path(new_study).absolute()

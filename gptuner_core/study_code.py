@@ -89,7 +89,7 @@ def code_references(config: Any, *, study: str | Path | None = None) -> list[str
 def stored_config(study: str | Path) -> dict[str, Any] | None:
     """The configuration a study folder holds, as raw JSON (never validated, nothing imported):
     the store's, else ``study.json`` (a creation cut short); ``None`` when there is none."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.storage import open_store
 
     ws = StudyWorkspace(study)

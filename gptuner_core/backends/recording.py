@@ -3,7 +3,7 @@
 ``model`` is the recording itself: a study folder recorded earlier by the tuner (real results)
 or a recording JSON of ``benchmarks/record_sweep.py`` (option ``recording`` overrides it). It
 builds nothing: a study on this backend is answered by
-:class:`gptuner_core.engine.recorded.RecordedEvaluator` (one semantics for every replay, stated
+:class:`gptuner_core.engine.evaluate.recorded.RecordedEvaluator` (one semantics for every replay, stated
 there). It is a feature for comparing strategies offline, never a stand-in for a real backend in
 tests of the tuner's real path.
 """
@@ -67,7 +67,7 @@ class RecordingBackend(Backend):
     ) -> BuildResult:
         msg = (
             "the replay backend builds nothing: a study on it is answered by the recorded "
-            "evaluator (gptuner_core.engine.recorded)"
+            "evaluator (gptuner_core.engine.evaluate.recorded)"
         )
         raise BackendError(msg)
 

@@ -1,6 +1,6 @@
 """Measuring a candidate against a bundle's artifact with the study's own machinery.
 
-Two :class:`~gptuner_core.engine.evaluator.IsolatedEvaluator` views over one gate work folder:
+Two :class:`~gptuner_core.engine.evaluate.evaluator.IsolatedEvaluator` views over one gate work folder:
 the candidate's (its model, the bundle's inputs and golden outputs: ``evaluate`` builds it in a
 fresh process and applies the study's accuracy gate) and the baseline's (the bundled artifact,
 re-measured in fresh processes like any re-validation).
@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine.rounds import round_samples
+from gptuner_core.engine.evaluate.rounds import round_samples
 from gptuner_core.errors import BundleError
 
 
 if TYPE_CHECKING:
     from gptuner_core.bundle.manifest import Bundle
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
-    from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.files.inputs import StudyInputs
     from gptuner_core.records import CandidateRecord
 
 BASELINE = 1  # the bundle's artifact (the sequential re-validation's "contender")
@@ -43,9 +43,9 @@ def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_f
     """An evaluator over ``workdir`` whose golden outputs (and reference metric) are those in
     ``golden_from``; ``roots``: the folders (the verified bundle, a given artifact's) whose
     artifacts it may measure besides its own."""
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
-    from gptuner_core.engine.evaluator import StudyContext
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluate.evaluator import StudyContext
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -56,7 +56,7 @@ def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_f
 
 
 def bundle_inputs(bundle: Bundle) -> StudyInputs:
-    from gptuner_core.engine.inputs import StudyInputs
+    from gptuner_core.engine.files.inputs import StudyInputs
 
     return StudyInputs(
         inputs_path=bundle.path("inputs.npz"),
@@ -69,10 +69,10 @@ def bundle_inputs(bundle: Bundle) -> StudyInputs:
 def dataset_inputs(bundle: Bundle, config: StudyConfig, dataset: Path, workdir: Path, specs: list) -> StudyInputs:
     """``--dataset``: its inputs (validated like a study's), stored in ``workdir``; builds keep
     the bundle's calibration rows so the baseline rebuilds as it was built."""
-    from gptuner_core.engine.inputs import StudyInputs
-    from gptuner_core.engine.inputs import load_inputs
-    from gptuner_core.engine.inputs import store_inputs
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.inputs import StudyInputs
+    from gptuner_core.engine.files.inputs import load_inputs
+    from gptuner_core.engine.files.inputs import store_inputs
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def to_markdown(res: GateResult) -> str:
 
 
 def write_outputs(res: GateResult, *, json_path: str | None, junit: str | None, markdown: str | None) -> None:
-    from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.engine.files.workspace import write_atomic
 
     for path, text in ((json_path, lambda: json.dumps(res.to_json(), indent=2)),
                        (junit, lambda: to_junit(res)), (markdown, lambda: to_markdown(res))):

@@ -34,7 +34,7 @@ def is_partial_bundle(folder: Path) -> bool:
 
 def discard_leftovers(out: Path) -> None:
     """Remove the staging siblings of ``out`` left by a killed writer (never a live one's)."""
-    from gptuner_core.engine.workspace import discard_stale_siblings
+    from gptuner_core.engine.files.workspace import discard_stale_siblings
 
     discard_stale_siblings(out)
 
@@ -61,7 +61,7 @@ def prepare(out: Path, *, replace: bool = False) -> Path:
 def publish(staging: Path, out: Path) -> None:
     """Rename the finished ``staging`` folder to ``out`` (replacing an empty, partial or, when
     asked, older bundle there)."""
-    from gptuner_core.engine.workspace import fsync_dir
+    from gptuner_core.engine.files.workspace import fsync_dir
 
     old = None
     if out.exists():

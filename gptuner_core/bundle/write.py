@@ -153,7 +153,7 @@ def write_bundle(study: str | Path, out: str | Path, *, replace: bool = False) -
 
 
 def _has_study(root: Path) -> bool:
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     return StudyWorkspace(root).has_study()
 
@@ -161,9 +161,9 @@ def _has_study(root: Path) -> bool:
 def _write(study: Path, out: Path, final: Path) -> None:
     """Write the bundle into the staging folder ``out`` (paths inside it name ``final``)."""
     from gptuner_core.backends import load_backend
-    from gptuner_core.engine.export import copy_artifact
-    from gptuner_core.engine.workspace import StudyWorkspace
-    from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.engine.files.export import copy_artifact
+    from gptuner_core.engine.files.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import write_atomic
     from gptuner_core.fingerprint import copy_model
     from gptuner_core.fingerprint import file_sha256
     from gptuner_core.storage import open_store

@@ -145,7 +145,7 @@ def check_arguments(command: Command, parser: argparse.ArgumentParser, args: arg
             flag, takes = _flag(parser, dest)
             msg = f"{command.name}: {flag} is empty (expected {takes}; got {value!r})"
             raise UsageError(msg)
-    from gptuner_core.engine.destinations import check_destination
+    from gptuner_core.engine.files.destinations import check_destination
 
     for dest, study_dest in command.destinations.items():
         target = getattr(args, dest, None)

@@ -53,8 +53,8 @@ class ReplayCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         import warnings
 
-        from gptuner_core.engine.simulate import parse_budget
-        from gptuner_core.engine.simulate import simulate
+        from gptuner_core.engine.loop.simulate import parse_budget
+        from gptuner_core.engine.loop.simulate import simulate
         from gptuner_core.recording import load_recording
         from gptuner_core.strategies import strategy_names
         from gptuner_core.views.curves import random_baseline

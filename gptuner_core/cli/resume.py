@@ -141,7 +141,7 @@ def unwritten_output(study: Path, stored: dict[str, Any], output_now: str | None
 
 def finished_message(study: Path) -> str | None:
     """For a finished study: the line saying so and how to extend it; else ``None``."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.storage import open_store
 
     if not StudyWorkspace(study).has_study():
@@ -163,7 +163,7 @@ __all__ = ["SETTINGS", "changed_settings", "check_unchanged", "finished_message"
 def stored_settings(study: Path) -> dict[str, Any]:
     """The stored configuration: the store's, else the folder's ``study.json`` when a kill cut
     the study's creation short."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.errors import StoreError
     from gptuner_core.storage import open_store
 

@@ -45,7 +45,7 @@ class RevalidateCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.cli._base import UsageError
-        from gptuner_core.engine.pairwise import compare_candidates
+        from gptuner_core.engine.decide.pairwise import compare_candidates
 
         if args.max_rounds is not None and args.max_rounds < 2:
             msg = f"--max-rounds must be an integer >= 2 (got {args.max_rounds})"

@@ -149,9 +149,9 @@ def print_ranking(study: str | Path, limit: int | None = None, *, verdict: bool 
 
 def disk_line(study: str | Path, recorded: object, config: dict) -> str:
     """The study folder's disk use now (and the peak the tuner saw), with --keep-artifacts."""
-    from gptuner_core.engine.artifacts import disk_use
-    from gptuner_core.engine.artifacts import human_bytes
-    from gptuner_core.engine.artifacts import keep_mode
+    from gptuner_core.engine.files.artifacts import disk_use
+    from gptuner_core.engine.files.artifacts import human_bytes
+    from gptuner_core.engine.files.artifacts import keep_mode
 
     line = disk_use(study).summary()
     peak = recorded.get("peak") if isinstance(recorded, dict) else None

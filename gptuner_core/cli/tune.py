@@ -278,7 +278,7 @@ class TuneCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from gptuner_core.backends import default_backend_notice
-        from gptuner_core.engine.tuner import Tuner
+        from gptuner_core.engine.loop.tuner import Tuner
         from gptuner_core.records import StudyStatus
 
         study = Path(args.study)
@@ -366,7 +366,7 @@ def resume_config(study: Path, args: argparse.Namespace, defaults: dict | None =
     from gptuner_core.cli.resume import outputs_now
     from gptuner_core.cli.resume import stored_settings
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study)
     data = stored_settings(study) if data is None else data

@@ -91,7 +91,7 @@ def request_stop(study_dir: str | Path) -> None:
 
 
 def stop_requested(study_dir: str | Path) -> bool:
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     return StudyWorkspace(study_dir).stop_requested()
 

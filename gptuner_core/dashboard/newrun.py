@@ -262,8 +262,8 @@ def advanced_section(ws: Path) -> Section:
         ui.markdown("**Measurement** (`--measure-option`)")
         measurement, m_problems = forms.measurement_form(key="nr_meas", ui=ui)
         problems += m_problems
-        from gptuner_core.engine.artifacts import DEFAULT_KEEP
-        from gptuner_core.engine.artifacts import KEEP_MODES
+        from gptuner_core.engine.files.artifacts import DEFAULT_KEEP
+        from gptuner_core.engine.files.artifacts import KEEP_MODES
 
         keep = ui.selectbox("Keep artifacts (--keep-artifacts)", KEEP_MODES, index=KEEP_MODES.index(DEFAULT_KEEP),
                             key="nr_keep", help="top-k: the default and the re-validation contenders; "

@@ -184,7 +184,7 @@ def profile_candidate(study_dir: str | Path, number: int, *, runs: int = 30) -> 
         raise ProfileError(msg)
     if rec.duplicate_of is not None:
         return profile_candidate(study_dir, rec.duplicate_of, runs=runs)
-    from gptuner_core.engine.artifacts import needs_rebuild
+    from gptuner_core.engine.files.artifacts import needs_rebuild
     from gptuner_core.storage.paths import confined
 
     if rec.artifact_path:

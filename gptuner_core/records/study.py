@@ -112,7 +112,7 @@ class Winner:
     ``projected_rounds`` says, for an inconclusive verdict, how many rounds would decide it;
     ``confidence`` and ``min_effect`` are the re-validation's family-wise level and threshold.
     ``tied``/``tie``: the winners the rounds could not separate from ``number`` and the sentence
-    that says which was named and why (:mod:`gptuner_core.engine.ties`).
+    that says which was named and why (:mod:`gptuner_core.engine.decide.ties`).
     For a winner, ``best`` is the winner; otherwise it is the leading contender, with its own
     re-validated speed-up and interval (never another route's). Render it through
     :mod:`gptuner_core.records.verdict_text` (``headline``/``sentence``/``details``).
@@ -137,7 +137,7 @@ class Winner:
     #: ``"#4 and #5 tie within 1%: #4 is named (smaller accuracy loss)"`` (``""``: no tie)
     tie: str = ""
     #: an undecided verdict on a busy machine: the share of measurements other programs ran
-    #: beside (``None``: not too busy to decide; see ``engine.verdict.too_busy``)
+    #: beside (``None``: not too busy to decide; see ``engine.decide.verdict.too_busy``)
     busy_share: float | None = None
 
     @property

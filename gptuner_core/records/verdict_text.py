@@ -67,7 +67,7 @@ def reason(w: Winner) -> str:
 
 def too_busy(w: Winner) -> str:
     """``the machine was too busy to decide (...): close them and run it again`` (see
-    ``engine.verdict.too_busy``)."""
+    ``engine.decide.verdict.too_busy``)."""
     return (f"the machine was too busy to decide (other programs ran during "
             f"{_pct(w.busy_share or 0.0)} of the measurements): close them and run it again")
 

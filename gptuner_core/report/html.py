@@ -65,7 +65,7 @@ def render_html(rep: StudyReport) -> str:
 
 def write_report(study_dir: str | Path, out: str | Path) -> Path:
     """Write ``study_dir``'s report to ``out`` (atomically)."""
-    from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.engine.files.workspace import write_atomic
     from gptuner_core.report.content import study_report
 
     out = Path(out).absolute()

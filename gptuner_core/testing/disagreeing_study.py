@@ -21,7 +21,7 @@ def write_disagreeing_study(study_dir: str | Path, *, n: int = 24, rounds: int =
     """Create ``study_dir``; return the stored :class:`Winner` (inconclusive, default kept)."""
     import numpy as np
 
-    from gptuner_core.engine import verdict
+    from gptuner_core.engine.decide import verdict
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.measurement import revalidate_sequential
     from gptuner_core.storage import open_store

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from gptuner_core.engine.recorded import RecordedEvaluator
+from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
 
 
 class SlowRecordedEvaluator(RecordedEvaluator):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from gptuner_core.engine.pairwise_jobs import PairwiseJob
+    from gptuner_core.engine.decide.pairwise_jobs import PairwiseJob
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records.pairwise import Comparison
 

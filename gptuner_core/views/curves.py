@@ -155,7 +155,7 @@ def random_baseline(recording: Recording, budget: int, *, draws: int = 400, seed
 
 
 def trace_curve(result: Any, recording: Recording) -> Curve:
-    """The curve of a replayed search (``engine.simulate.SimulationResult``), fractions of the optimum."""
+    """The curve of a replayed search (``engine.loop.simulate.SimulationResult``), fractions of the optimum."""
     opt = result.optimum_speedup or 1.0
     best: list[float] = []
     seconds: list[float] = []

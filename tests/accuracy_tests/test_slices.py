@@ -157,7 +157,7 @@ class TestNonFinite:
 
     def test_the_engine_verdict_fails_a_non_finite_task_value(self) -> None:
         """The one verdict a study and ``gptuner gate`` (bundle gate) apply to a candidate."""
-        from gptuner_core.engine import verdict
+        from gptuner_core.engine.decide import verdict
         from gptuner_core.records import CandidateState
 
         same = {"y": np.ones(3)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gptuner_core.engine.workspace import StudyWorkspace
+from gptuner_core.engine.files.workspace import StudyWorkspace
 from gptuner_core.storage import open_store
 from gptuner_core.testing.synthetic_study import write_synthetic_study
 from tests.app_tests.conftest import open_page

@@ -57,8 +57,8 @@ def test_both_formats_give_the_same_recording(capsys, tmp_path, files, fmt):
 
 
 def test_an_infeasible_route_is_a_spent_failed_build(capsys, tmp_path, files):
-    from gptuner_core.engine.recorded import RecordedEvaluator
-    from gptuner_core.engine.simulate import simulate
+    from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
+    from gptuner_core.engine.loop.simulate import simulate
     from gptuner_core.recording import load_recording
     from gptuner_core.routes import Route
     from gptuner_core.strategies import Proposal

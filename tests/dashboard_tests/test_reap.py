@@ -29,7 +29,7 @@ def test_a_finished_background_comparison_is_reaped(tmp_path) -> None:
     import json
     import sqlite3
 
-    from gptuner_core.engine.pairwise_jobs import launch_pairwise
+    from gptuner_core.engine.decide.pairwise_jobs import launch_pairwise
     from gptuner_core.testing.dashboard_server import ROOT
     from gptuner_core.testing.synthetic_study import write_synthetic_study
 
@@ -44,7 +44,7 @@ def test_a_finished_background_comparison_is_reaped(tmp_path) -> None:
     with open_store(study, readonly=True) as store:
         other = next(r.number for r in store.candidates() if r.number and r.eligible)
     job = launch_pairwise(study, 0, other, max_rounds=2, trusted=True)
-    from gptuner_core.engine.pairwise_jobs import PID
+    from gptuner_core.engine.decide.pairwise_jobs import PID
 
     pid = int((job.folder / PID).read_text(encoding="utf-8"))  # the process the server started
     deadline = time.monotonic() + 120

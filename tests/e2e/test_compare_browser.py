@@ -52,7 +52,7 @@ def test_compare_button_revalidates_the_pair(tmp_path: Path, monkeypatch) -> Non
     from playwright.sync_api import expect
     from playwright.sync_api import sync_playwright
 
-    from gptuner_core.engine.pairwise import latest_comparison
+    from gptuner_core.engine.decide.pairwise import latest_comparison
 
     expect.set_options(timeout=60_000)
     ARTIFACTS.mkdir(exist_ok=True)

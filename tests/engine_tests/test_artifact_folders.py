@@ -1,10 +1,10 @@
-"""engine.artifacts on real folders: who is kept, pruning marks first, a pruned or half-rebuilt
+"""engine.files.artifacts on real folders: who is kept, pruning marks first, a pruned or half-rebuilt
 artifact is seen as needing a rebuild, disk use by part."""
 
 from __future__ import annotations
 
-from gptuner_core.engine import artifacts
-from gptuner_core.engine.workspace import StudyWorkspace
+from gptuner_core.engine.files import artifacts
+from gptuner_core.engine.files.workspace import StudyWorkspace
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import LatencyStats

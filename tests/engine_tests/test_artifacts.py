@@ -15,7 +15,7 @@ import time
 import pytest
 
 from gptuner_core.cli import main
-from gptuner_core.engine import artifacts
+from gptuner_core.engine.files import artifacts
 from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
 
@@ -67,7 +67,7 @@ def default_study(tmp_path_factory):
 
 def test_default_keeps_only_the_default_and_the_contenders(default_study):
     recs, winner, disk = records(default_study)
-    from gptuner_core.engine.verdict import contenders
+    from gptuner_core.engine.decide.verdict import contenders
 
     top = {r.number for r in contenders(recs)[:1]}
     assert with_builds(default_study) == {0} | top | {winner.number}
@@ -126,7 +126,7 @@ def test_revalidation_after_pruning_rebuilds_from_the_route(tmp_path):
     study = tmp_path / "best"
     assert main(tune_args(study, "--keep-artifacts", "best")) == 0
     recs, winner, _ = records(study)
-    from gptuner_core.engine.verdict import contenders
+    from gptuner_core.engine.decide.verdict import contenders
 
     assert with_builds(study) == {0, winner.number} | ({winner.best} if winner.best is not None else set())
     top2 = [r.number for r in contenders(recs)[:2]]
@@ -136,7 +136,7 @@ def test_revalidation_after_pruning_rebuilds_from_the_route(tmp_path):
         cfg = dict(store.config())
     cfg["revalidate_top_k"] = 2
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.engine.loop.tuner import Tuner
 
     summary = Tuner(StudyConfig.from_json(cfg), study, resume=True).run()
     assert summary.winner is not None and summary.winner.verdict.value != "revalidation-failed", summary.message
@@ -164,7 +164,7 @@ def test_continue_after_a_kill(tmp_path):
         proc.wait()
     assert main(["tune", "--continue", "--study", str(study), "--quiet"]) == 0
     recs, winner, _ = records(study)
-    from gptuner_core.engine.verdict import contenders
+    from gptuner_core.engine.decide.verdict import contenders
 
     assert all(r.state.is_finished() for r in recs)
     assert with_builds(study) == {0, winner.number} | {r.number for r in contenders(recs)[:1]}
@@ -183,7 +183,7 @@ def test_profile_and_pairwise_of_a_pruned_candidate_rebuild_it(default_study, ca
     if len(pruned) > 1:
         # 2 rounds may not decide (exit 3): what matters is the pruned candidate measured again
         assert main(["revalidate", str(default_study), "0", str(pruned[1]), "--max-rounds", "2"]) in (0, 3)
-        from gptuner_core.engine.pairwise import latest_comparison
+        from gptuner_core.engine.decide.pairwise import latest_comparison
 
         stored = latest_comparison(default_study, 0, pruned[1])
         assert stored is not None and stored.verdict != "failed" and stored.rounds == 2, stored

@@ -5,10 +5,10 @@ an injected clock: behaviour, not timing."""
 
 from __future__ import annotations
 
-from gptuner_core.engine.eta import eta_s
-from gptuner_core.engine.eta import per_route_s
-from gptuner_core.engine.eta import reserve_s
-from gptuner_core.engine.verdict import from_sequential
+from gptuner_core.engine.decide.verdict import from_sequential
+from gptuner_core.engine.loop.eta import eta_s
+from gptuner_core.engine.loop.eta import per_route_s
+from gptuner_core.engine.loop.eta import reserve_s
 from gptuner_core.measurement import SequentialPlan
 from gptuner_core.measurement import revalidate_sequential
 

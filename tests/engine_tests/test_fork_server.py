@@ -176,8 +176,8 @@ def _marks(folder: Path) -> list[tuple[str, float]]:
 
 
 def test_round_times_sum_each_rounds_processes(tmp_path):
-    from gptuner_core.engine.rounds import round_times
-    from gptuner_core.engine.rounds import split_of
+    from gptuner_core.engine.evaluate.rounds import round_times
+    from gptuner_core.engine.evaluate.rounds import split_of
 
     for name, start in (("r0_00000", 0.2), ("r0_00003", 0.4), ("r1_00000", 0.1), ("baseline", 9.0)):
         (tmp_path / "revalidation" / name).mkdir(parents=True)
@@ -258,7 +258,7 @@ def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tm
 def test_a_round_started_ahead_adds_only_the_time_after_the_previous_round(tmp_path):
     """Round processes start rounds ahead (issue 38): a round's ``wall`` is what it added after
     the previous round's last result, its ``span`` the time since its first request."""
-    from gptuner_core.engine.rounds import round_times
+    from gptuner_core.engine.evaluate.rounds import round_times
 
     for name, begin, end in (("r0_00000", 0.0, 10.0), ("r0_00001", 0.0, 11.0),
                              ("r1_00000", 0.5, 12.5), ("r1_00001", 0.5, 13.0), ("r2_00000", 14.0, 15.0)):

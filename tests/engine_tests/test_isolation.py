@@ -15,9 +15,9 @@ import time
 import pytest
 
 from gptuner_core.config import StudyConfig
+from gptuner_core.engine.loop.tuner import Tuner
 from gptuner_core.engine.process.deaths import MAX_ATTEMPTS
 from gptuner_core.engine.process.isolation import run_isolated
-from gptuner_core.engine.tuner import Tuner
 from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gptuner_core.engine.loop import Budget
-from gptuner_core.engine.loop import run_loop
-from gptuner_core.engine.recorded import RecordedEvaluator
+from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
+from gptuner_core.engine.loop.loop import Budget
+from gptuner_core.engine.loop.loop import run_loop
 from gptuner_core.recording import load_recording
 from gptuner_core.records import CandidateState
 from gptuner_core.records import StudyStatus

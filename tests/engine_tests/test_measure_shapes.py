@@ -161,7 +161,7 @@ class _Remeasured:
 ])
 def test_the_overall_verdict_follows_the_objective(objective, verdict, number):
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.shape_revalidation import revalidate_shapes
+    from gptuner_core.engine.decide.shape_revalidation import revalidate_shapes
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import CandidateState

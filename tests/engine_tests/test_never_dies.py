@@ -145,7 +145,7 @@ class TestCreationIsAtomic:
 
     def test_kill_during_creation_leaves_no_study_or_a_resumable_one(self, tmp_path, tiny_model, tiny_dataset, monkeypatch):
         """Item 4: the store appears only when complete; --continue picks up study.json."""
-        from gptuner_core.engine import workspace
+        from gptuner_core.engine.files import workspace
 
         study = tmp_path / "study"
 
@@ -186,7 +186,7 @@ class TestStudyFiles:
 
     def test_a_drift_point_cut_short_is_redone(self):
         """Item 6: the latest due drift re-measurement, missing from the store, runs first."""
-        from gptuner_core.engine.loop import drift_point
+        from gptuner_core.engine.loop.loop import drift_point
 
         recs = [_rec(i) for i in range(7)]
         assert drift_point(recs, 3) == 6 and drift_point(recs[:6], 3) == 3
@@ -356,7 +356,7 @@ class TestSignalsAndStatus:
         monkeypatch.setattr(EnumerationStrategy, "planned", lambda self: planned(self) - 1)
         seen = []
         from gptuner_core.config import StudyConfig
-        from gptuner_core.engine.tuner import Tuner
+        from gptuner_core.engine.loop.tuner import Tuner
 
         cfg = StudyConfig(model=str(tiny_model), backend=FAULTY, expression=self.EXPR,
                           search="fast", dataset=str(tiny_dataset), batch_size=4, epsilon=1e-3,

@@ -64,8 +64,8 @@ def test_a_killed_background_run_reads_as_failed(tmp_path, tiny_model, tiny_data
 
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.device_lock import measuring_devices
-    from gptuner_core.engine.pairwise_jobs import latest_job
-    from gptuner_core.engine.pairwise_jobs import launch_pairwise
+    from gptuner_core.engine.decide.pairwise_jobs import latest_job
+    from gptuner_core.engine.decide.pairwise_jobs import launch_pairwise
 
     study = _tuned(tmp_path, tiny_model, tiny_dataset, capsys)
     monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))

@@ -23,12 +23,12 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'gptu
 pytestmark = pytest.mark.slow
 
 from gptuner_core.config import StudyConfig  # noqa: E402
-from gptuner_core.engine.loop import Budget  # noqa: E402
+from gptuner_core.engine.loop.loop import Budget  # noqa: E402
+from gptuner_core.engine.loop.simulate import _TraceSink  # noqa: E402
+from gptuner_core.engine.loop.tuner import Tuner  # noqa: E402
 from gptuner_core.engine.scale.parallel import run_parallel  # noqa: E402
 from gptuner_core.engine.scale.ray_workers import RayPool  # noqa: E402
 from gptuner_core.engine.scale.scale_out import ScaleOut  # noqa: E402
-from gptuner_core.engine.simulate import _TraceSink  # noqa: E402
-from gptuner_core.engine.tuner import Tuner  # noqa: E402
 from gptuner_core.recording import load_recording  # noqa: E402
 from gptuner_core.records import CandidateState  # noqa: E402
 from gptuner_core.storage import open_store  # noqa: E402
@@ -173,7 +173,7 @@ def test_killed_worker_candidate_requeued_and_completed(cluster):
 
 SCRIPT = """
 import functools, sys
-from gptuner_core.engine import recorded, tuner
+from gptuner_core.engine.evaluate import recorded, tuner
 from gptuner_core.testing.slow_replay import SlowRecordedEvaluator
 recorded.RecordedEvaluator = SlowRecordedEvaluator
 from gptuner_core.cli import main

@@ -6,9 +6,9 @@ after its cancelled process has left its folder."""
 
 from __future__ import annotations
 
-from gptuner_core.engine import round_prefetch
-from gptuner_core.engine.round_prefetch import RoundPrefetch
-from gptuner_core.engine.round_prefetch import room
+from gptuner_core.engine.evaluate import round_prefetch
+from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
+from gptuner_core.engine.evaluate.round_prefetch import room
 
 
 class _Process:

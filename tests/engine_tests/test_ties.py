@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gptuner_core.cli import main
-from gptuner_core.engine.ties import TieOrder
+from gptuner_core.engine.decide.ties import TieOrder
 from gptuner_core.records import AccuracyResult
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import Winner

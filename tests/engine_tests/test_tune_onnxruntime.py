@@ -42,7 +42,7 @@ class TestTuneOnnxRuntime:
     def test_revalidation_rounds_sample_a_quarter_of_the_screening_budget(self, cnn_study):
         """The unit of evidence in a round is the per-process median and rounds narrow the
         interval, so each round's fresh process keeps the screening's precision target but a
-        quarter of its caps (engine.rounds.ROUND_SCALE). Before, every round's process could take
+        quarter of its caps (engine.evaluate.rounds.ROUND_SCALE). Before, every round's process could take
         the whole screening budget (10 s per route by default), which under load it did."""
         study, _ = cnn_study
         jobs = sorted((study / "revalidation").glob("r*_*/job.json"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gptuner_core.accuracy import AccuracySettings
-from gptuner_core.engine import verdict
+from gptuner_core.engine.decide import verdict
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
 from gptuner_core.records import LatencyStats

@@ -13,7 +13,7 @@ from .conftest import REPO
 def test_workers_devices_checked_normalized_and_fetched(tmp_path):
     """Heterogeneous devices are refused without normalize; with it, the speed-up is against the
     default route measured on the candidate's own device; artifacts come back as bytes."""
-    from gptuner_core.engine.recorded import RecordedEvaluator
+    from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
     from gptuner_core.engine.scale.ray_workers import Worker
     from gptuner_core.engine.scale.ray_workers import check_devices
     from gptuner_core.engine.scale.ray_workers import unpack

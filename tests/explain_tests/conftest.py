@@ -26,7 +26,7 @@ QUICK = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 
 
 def tune(study: Path, expression: str = EXPR) -> Path:
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.engine.loop.tuner import Tuner
 
     cfg = StudyConfig(
         model=str(REPO / "assets" / "cnn_digits.onnx"), backend="onnxruntime", expression=expression,

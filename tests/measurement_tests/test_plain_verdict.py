@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from gptuner_core.engine import verdict
+from gptuner_core.engine.decide import verdict
 from gptuner_core.measurement import SequentialPlan
 from gptuner_core.measurement import revalidate_sequential
 

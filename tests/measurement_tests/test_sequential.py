@@ -186,7 +186,7 @@ class TestDecisions:
                                     SequentialPlan(max_rounds=10), should_stop=lambda: True)
         assert res.rounds == 0 and CUT_SHORT in res.message
         assert "time budget" not in res.message
-        from gptuner_core.engine.verdict import from_sequential
+        from gptuner_core.engine.decide.verdict import from_sequential
 
         verdict = from_sequential(res)  # what a page shows first: headline and sentence
         assert "cut short" in verdict.sentence() and "time budget" not in verdict.sentence()

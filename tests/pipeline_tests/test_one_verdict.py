@@ -98,7 +98,7 @@ def test_output_sidecar(study, winner, tmp_path):
     import dataclasses
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.finish import write_output
+    from gptuner_core.engine.decide.finish import write_output
 
     with open_store(study) as store:
         cfg = dataclasses.replace(StudyConfig.from_json(store.config()), output=str(tmp_path / "best.onnx"))
@@ -130,10 +130,10 @@ def _drift_sentinel(study: Path, after: int) -> None:
 
     from gptuner_core.backends import load_backend
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
-    from gptuner_core.engine.evaluator import StudyContext
-    from gptuner_core.engine.inputs import open_inputs
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluate.evaluator import StudyContext
+    from gptuner_core.engine.files.inputs import open_inputs
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study)
     with open_store(study, readonly=True) as store:

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from gptuner_core.engine.simulate import simulate
+from gptuner_core.engine.loop.simulate import simulate
 from gptuner_core.recording import Recording
 from gptuner_core.strategies import describe_strategies
 from gptuner_core.strategies import get_strategy

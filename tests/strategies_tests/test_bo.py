@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gptuner_core.engine.simulate import simulate
+from gptuner_core.engine.loop.simulate import simulate
 from gptuner_core.errors import StrategyError
 from gptuner_core.recording import Recording
 from gptuner_core.strategies import get_strategy

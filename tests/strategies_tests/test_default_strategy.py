@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gptuner_core.engine.simulate import simulate
+from gptuner_core.engine.loop.simulate import simulate
 from gptuner_core.recording import load_recording
 from gptuner_core.strategies import DEFAULT_STRATEGY
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptuner_core.engine.simulate import simulate
+from gptuner_core.engine.loop.simulate import simulate
 from gptuner_core.errors import StrategyError
 from gptuner_core.recording import Recording
 from gptuner_core.routes import Route

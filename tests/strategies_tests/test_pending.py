@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gptuner_core.engine.recorded import RecordedEvaluator
+from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
 from gptuner_core.recording import load_recording
 from gptuner_core.strategies import get_strategy
 from gptuner_core.strategies import strategy_names

@@ -16,7 +16,7 @@ SWEEP = Path(__file__).resolve().parents[1] / "data" / "recorded_sweep" / "sweep
 
 
 def test_recorded_evaluator_answers_with_the_recorded_record():
-    from gptuner_core.engine.recorded import RecordedEvaluator
+    from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
     from gptuner_core.strategies import Proposal
 
     rec = load_recording(SWEEP)
@@ -31,7 +31,7 @@ def test_recorded_evaluator_answers_with_the_recorded_record():
 
 
 def test_missing_route_is_build_failed():
-    from gptuner_core.engine.recorded import RecordedEvaluator
+    from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
     from gptuner_core.strategies import Proposal
 
     ev = RecordedEvaluator(load_recording(SWEEP))
@@ -53,7 +53,7 @@ def test_the_real_tuner_replays_a_recorded_sweep(tmp_path, search):
     """The tuner drives the replay backend like any other: default first, no duplicates,
     budget respected, winner re-validated in fresh processes."""
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.engine.loop.tuner import Tuner
     from gptuner_core.storage import open_store
 
     rec = load_recording(SWEEP)
@@ -76,8 +76,8 @@ def test_simulate_and_the_tuner_are_one_loop(tmp_path, search):
     """The same recording, strategy, seed and budget give the same proposals, in the same
     order, whether the loop runs in ``simulate`` or in a real tuner on the replay backend."""
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.simulate import simulate
-    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.engine.loop.simulate import simulate
+    from gptuner_core.engine.loop.tuner import Tuner
     from gptuner_core.storage import open_store
 
     rec = load_recording(SWEEP)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gptuner_core.engine.simulate import simulate
+from gptuner_core.engine.loop.simulate import simulate
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import StrategyError
 from gptuner_core.expressions import mixed_phase2

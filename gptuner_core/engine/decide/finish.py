@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine import verdict
-from gptuner_core.engine.rounds import round_samples
-from gptuner_core.engine.workspace import write_atomic
+from gptuner_core.engine.decide import verdict
+from gptuner_core.engine.evaluate.rounds import round_samples
+from gptuner_core.engine.files.workspace import write_atomic
 from gptuner_core.errors import GptunerError
 from gptuner_core.errors import StoreError
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import Winner
     from gptuner_core.storage import StudyStore
@@ -51,7 +51,7 @@ def revalidate_winner(
         return (verdict.shapes_screening if shapes else verdict.screening_only)(eligible[0], cfg.min_effect)
     by_number = {r.number: r for r in history}
     rounds = max(cfg.revalidate_rounds, 2)
-    from gptuner_core.engine.eta import per_route_s
+    from gptuner_core.engine.loop.eta import per_route_s
 
     hint = per_route_s([r.measure_time_s or 0.0 for r in top]) if time_left_s is not None else None
     plan = SequentialPlan(
@@ -64,7 +64,7 @@ def revalidate_winner(
                              f"candidate #{number}")
 
     if shapes:
-        from gptuner_core.engine.shape_revalidation import revalidate_shapes
+        from gptuner_core.engine.decide.shape_revalidation import revalidate_shapes
 
         try:
             winner, payload = revalidate_shapes(cfg, evaluator, top, history, plan, on_round)
@@ -73,12 +73,12 @@ def revalidate_winner(
             return verdict.revalidation_failed(eligible[0], str(exc))
         store.add_event("revalidation", payload)
         return winner
-    from gptuner_core.engine.round_prefetch import attach
-    from gptuner_core.engine.rounds import ROUND_SCALE
+    from gptuner_core.engine.evaluate.round_prefetch import attach
+    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
 
     attach(measure_fresh, evaluator, lambda order: [
         (by_number[n], round_purpose(r, n), ROUND_SCALE) for n, r in order])
-    from gptuner_core.engine.ties import TieOrder
+    from gptuner_core.engine.decide.ties import TieOrder
 
     ties = TieOrder.of(history)
     began = time.time()  # round 0's processes may have started during screening (start_rounds_ahead)
@@ -93,7 +93,7 @@ def revalidate_winner(
         return verdict.revalidation_failed(eligible[0], str(exc))
     finally:  # a process started ahead for a round that did not run
         getattr(evaluator, "cancel_prefetched", lambda: None)()
-    from gptuner_core.engine.rounds import round_times
+    from gptuner_core.engine.evaluate.rounds import round_times
 
     root = getattr(getattr(getattr(evaluator, "ctx", None), "workspace", None), "root", None)
     times = round_times(Path(root), since=began) if root is not None else []
@@ -109,7 +109,7 @@ def round_purpose(round_index: int, number: int) -> str:
 def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[CandidateRecord]) -> None:
     """Every candidate has been built, the last ones still wait to be measured: start the
     re-validation processes of the default route and of the finalists as screening ranks them
-    now (``engine.round_prefetch``), on the cores the builds have left, so that round 0 does not
+    now (``engine.evaluate.round_prefetch``), on the cores the builds have left, so that round 0 does not
     wait for their compile. Called again as results come in; a hint that no longer names a
     finalist cancels its processes. Nothing happens where re-validation will not run rounds of
     fresh processes here (no prefetching evaluator, top-k 0, several measured shapes)."""
@@ -117,7 +117,7 @@ def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[Can
     if (start is None or not evaluator.prefetching() or cfg.revalidate_top_k <= 0  # type: ignore[attr-defined]
             or len(cfg.measure_shapes) > 1 or not history or not history[0].eligible):
         return
-    from gptuner_core.engine.rounds import ROUND_SCALE
+    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
 
     by_number = {r.number: r for r in history}
     numbers = [0, *(r.number for r in verdict.contenders(history)[: cfg.revalidate_top_k])]
@@ -148,7 +148,7 @@ def write_output(
 
     Raises StoreError naming the write that failed; the study's results stay as recorded.
     """
-    from gptuner_core.engine.export import copy_artifact
+    from gptuner_core.engine.files.export import copy_artifact
     from gptuner_core.storage.paths import confined_or_none
 
     assert cfg.output is not None

@@ -9,7 +9,7 @@ the full :class:`~gptuner_core.measurement.SequentialResult` beside it) so Compa
 
 Every run has a folder ``STUDY/pairwise/AAAAA_BBBBB-<stamp>/``: the measurements' work folders
 and ``state.json`` (a :class:`~gptuner_core.records.pairwise.PairwiseProgress`, rewritten
-atomically while the run waits and measures; see :mod:`gptuner_core.engine.pairwise_jobs`).
+atomically while the run waits and measures; see :mod:`gptuner_core.engine.decide.pairwise_jobs`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine.artifacts import needs_rebuild
+from gptuner_core.engine.files.artifacts import needs_rebuild
 from gptuner_core.errors import ConfigError
 from gptuner_core.records.pairwise import Comparison
 from gptuner_core.records.pairwise import PairwiseProgress
@@ -42,7 +42,7 @@ def run_dir(study_dir: str | Path, a: int, b: int) -> Path:
 
 
 def write_progress(folder: Path, progress: PairwiseProgress) -> None:
-    from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.engine.files.workspace import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / STATE, json.dumps(progress.to_json()).encode())
@@ -52,7 +52,7 @@ def check_pair(study_dir: str | Path, a: int, b: int) -> tuple[StudyConfig, dict
     """The study's settings and both records; one :class:`ConfigError` line when the pair
     cannot be compared (the same number twice, a number not in the study, no artifact)."""
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.storage import open_store
 
     ws = StudyWorkspace(study_dir)
@@ -120,10 +120,10 @@ def compare_candidates(
     """
     from gptuner_core.device_lock import DeviceLock
     from gptuner_core.device_lock import measuring_devices
-    from gptuner_core.engine.evaluator import study_evaluator
-    from gptuner_core.engine.rounds import round_samples
-    from gptuner_core.engine.sink import measuring_device
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.evaluate.evaluator import study_evaluator
+    from gptuner_core.engine.evaluate.rounds import round_samples
+    from gptuner_core.engine.files.workspace import StudyWorkspace
+    from gptuner_core.engine.loop.sink import measuring_device
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.measurement import revalidate_sequential
     from gptuner_core.storage import open_store

@@ -16,11 +16,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gptuner_core.engine.pairwise import FOLDER
-from gptuner_core.engine.pairwise import STATE
-from gptuner_core.engine.pairwise import check_pair
-from gptuner_core.engine.pairwise import run_dir
-from gptuner_core.engine.pairwise import write_progress
+from gptuner_core.engine.decide.pairwise import FOLDER
+from gptuner_core.engine.decide.pairwise import STATE
+from gptuner_core.engine.decide.pairwise import check_pair
+from gptuner_core.engine.decide.pairwise import run_dir
+from gptuner_core.engine.decide.pairwise import write_progress
 from gptuner_core.engine.process.processes import pid_alive
 from gptuner_core.errors import ConfigError
 from gptuner_core.records.pairwise import PairwiseProgress
@@ -150,7 +150,7 @@ def device_holders(study_dir: str | Path) -> tuple:
     """Live holders of the study's measuring device (a launch now would wait for them)."""
     from gptuner_core.config import StudyConfig
     from gptuner_core.device_lock import busy
-    from gptuner_core.engine.sink import measuring_device
+    from gptuner_core.engine.loop.sink import measuring_device
     from gptuner_core.errors import GptunerError
     from gptuner_core.storage import open_store
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from gptuner_core.engine import verdict
-from gptuner_core.engine.rounds import measure_round
+from gptuner_core.engine.decide import verdict
+from gptuner_core.engine.evaluate.rounds import measure_round
 from gptuner_core.errors import BackendError
 from gptuner_core.records import Verdict
 from gptuner_core.records import Winner
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.measurement import SequentialResult
     from gptuner_core.records import CandidateRecord
@@ -74,7 +74,7 @@ def revalidate_shapes(
             medians = np.array([np.median(s.samples_ms) for s in fresh(number, round_index)])
             return [float(medians @ w)]
 
-        from gptuner_core.engine.ties import TieOrder
+        from gptuner_core.engine.decide.ties import TieOrder
 
         ties = TieOrder.of(history)
         result = revalidate_sequential(numbers, 0, mix, plan, seed=cfg.seed, on_round=rounds_cb,

@@ -190,7 +190,7 @@ def from_sequential(result: Any, ties: Any = None) -> Winner:
 
     A winner's ``best`` is itself; otherwise ``best`` is the leading contender with ITS OWN
     re-validated estimate (a Winner once read ``"number": 5 ... "best": 2, "best_speedup":
-    2.1089``: #5's speed-up under #2's number). ``ties`` (a :class:`~gptuner_core.engine.ties.TieOrder`,
+    2.1089``: #5's speed-up under #2's number). ``ties`` (a :class:`~gptuner_core.engine.decide.ties.TieOrder`,
     the one the re-validation named by; ``None``: the lower number) words a tie between winners."""
     def estimate(number: int | None) -> Any:
         return result.contender(number).estimate if number is not None else None
@@ -205,7 +205,7 @@ def from_sequential(result: Any, ties: Any = None) -> Winner:
         confidence=result.plan.confidence, min_effect=result.plan.min_effect,
     )
     if result.winner is not None and est is not None:
-        from gptuner_core.engine.ties import TieOrder
+        from gptuner_core.engine.decide.ties import TieOrder
 
         tied = tuple(result.tied)
         tie = (ties or TieOrder({})).reason(result.winner, tied, result.plan.min_effect)

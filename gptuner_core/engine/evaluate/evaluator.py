@@ -1,8 +1,8 @@
 """The evaluator seam: turn a proposal into a finished candidate record, and re-measure one.
 
 :class:`IsolatedEvaluator` builds and measures each route in a fresh process (``isolation``),
-applies the accuracy gate and the speed-up; :class:`gptuner_core.engine.recorded.RecordedEvaluator`
-answers from a recording. The loop (``engine.loop``) drives either one the same way.
+applies the accuracy gate and the speed-up; :class:`gptuner_core.engine.evaluate.recorded.RecordedEvaluator`
+answers from a recording. The loop (``engine.loop.loop``) drives either one the same way.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
 
-from gptuner_core.engine import verdict
+from gptuner_core.engine.decide import verdict
+from gptuner_core.engine.files.workspace import load_npz
+from gptuner_core.engine.files.workspace import save_npz_atomic
+from gptuner_core.engine.files.workspace import write_atomic
 from gptuner_core.engine.process.isolation import run_isolated
-from gptuner_core.engine.workspace import load_npz
-from gptuner_core.engine.workspace import save_npz_atomic
-from gptuner_core.engine.workspace import write_atomic
 from gptuner_core.errors import GptunerError
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.inputs import StudyInputs
-    from gptuner_core.engine.round_prefetch import RoundPrefetch
+    from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
+    from gptuner_core.engine.files.inputs import StudyInputs
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.engine.scale.device_gate import DeviceGate
-    from gptuner_core.engine.workspace import StudyWorkspace
     from gptuner_core.strategies import Proposal
 
 BUILD_TARGET = "gptuner_core.engine.process.child:run_candidate"
@@ -75,7 +75,7 @@ def make_evaluator(ctx: StudyContext, *, prestart: bool = False) -> Evaluator:
     built), else real builds in isolated processes (``prestart``: the launcher starts now)."""
     if ctx.config.backend == "replay":  # the backend's recording: resolved and read once
         from gptuner_core.backends import load_backend
-        from gptuner_core.engine.recorded import RecordedEvaluator
+        from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
 
         backend = load_backend(ctx.config.backend, ctx.config.backend_options)
         return RecordedEvaluator(backend.recording(Path(ctx.config.model)))  # type: ignore[attr-defined]
@@ -91,7 +91,7 @@ def study_evaluator(workspace: StudyWorkspace, config: StudyConfig) -> IsolatedE
     """An evaluator over an existing study: its stored inputs, verified by their recorded hash
     (re-measuring candidates outside the tuner: ``gptuner revalidate``, benchmarks)."""
     from gptuner_core.backends import load_backend
-    from gptuner_core.engine.inputs import open_inputs
+    from gptuner_core.engine.files.inputs import open_inputs
     from gptuner_core.storage import open_store
 
     with open_store(workspace.root, readonly=True) as store:
@@ -309,7 +309,7 @@ class IsolatedEvaluator:
         return rec.replace(state=result.state, accuracy=result.accuracy, error=result.error)
 
     def _finish(self, rec: CandidateRecord) -> CandidateRecord:
-        return rec  # whose artifacts stay is the sink's (engine.artifacts, --keep-artifacts)
+        return rec  # whose artifacts stay is the sink's (engine.files.artifacts, --keep-artifacts)
 
     # -- re-measuring ----------------------------------------------------------------------
     def _measure_turn(self) -> dict[str, Any]:
@@ -337,7 +337,7 @@ class IsolatedEvaluator:
         )
 
     def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
-        from gptuner_core.engine.rounds import record_split
+        from gptuner_core.engine.evaluate.rounds import record_split
 
         workdir = self.ctx.workspace.root / purpose
         prefetched = self._prefetch.take(purpose) if self._prefetch is not None else None
@@ -354,9 +354,9 @@ class IsolatedEvaluator:
 
     def prefetch_rounds(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
         """Start these re-measurements now; each waits for its turn after loading
-        (``engine.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
+        (``engine.evaluate.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
         if self._prefetch is None:
-            from gptuner_core.engine.round_prefetch import RoundPrefetch
+            from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
             from gptuner_core.engine.scale.overlap import core_split
 
             split = core_split()

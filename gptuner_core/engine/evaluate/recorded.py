@@ -1,6 +1,6 @@
 """Answers from a recording: the evaluator for replays, simulations and warm what-ifs.
 
-One semantics, for ``gptuner replay`` (:func:`gptuner_core.engine.simulate.simulate`) and for a
+One semantics, for ``gptuner replay`` (:func:`gptuner_core.engine.loop.simulate.simulate`) and for a
 tuner run whose backend is ``replay`` (the model is the recording); each proposal is answered
 by :meth:`Route.key`, deterministically, without spawning anything:
 

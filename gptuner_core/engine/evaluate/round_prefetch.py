@@ -14,7 +14,7 @@ costs about its measurements, not a compile per process (the processes stay fres
 prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.
 
 The line can start before re-validation does: once every candidate of the study has been built,
-``engine.finish.start_rounds_ahead`` hints the rounds of the default route and of the finalists
+``engine.decide.finish.start_rounds_ahead`` hints the rounds of the default route and of the finalists
 as screening has ranked them so far, while the last candidates are still measured one at a time
 (issue 38: round 0 waited for its processes' compile otherwise). Each hint names every process
 still wanted: one it no longer names (a finalist that screening or a decision dropped) is told to
@@ -33,7 +33,7 @@ from gptuner_core.engine.process.turn import TURN
 
 
 if TYPE_CHECKING:
-    from gptuner_core.engine.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import ChildResult
 

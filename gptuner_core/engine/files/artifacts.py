@@ -57,7 +57,7 @@ def keep_mode(value: Any) -> str:
 def kept_numbers(history: Sequence[CandidateRecord], mode: str, top_k: int,
                  winner: Winner | None = None) -> set[int] | None:
     """Candidates whose build outputs stay (``None``: every candidate's)."""
-    from gptuner_core.engine import verdict
+    from gptuner_core.engine.decide import verdict
 
     if mode == "all":
         return None
@@ -110,7 +110,7 @@ def prune_folder(folder: Path) -> int:
     if not outputs:
         return 0
     freed = sum(tree_bytes(p) for p in outputs)
-    from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.engine.files.workspace import write_atomic
 
     write_atomic(folder / PRUNED, b"build outputs deleted (--keep-artifacts); rebuilt from the route when needed\n")
     for path in outputs:
@@ -173,7 +173,7 @@ def rebuilding(folder: Path, still_needed: Callable[[], bool]) -> Iterator[bool]
     the markers go once the body returns."""
     import fcntl
 
-    from gptuner_core.engine.workspace import write_atomic
+    from gptuner_core.engine.files.workspace import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / ".rebuild.lock").open("a") as lock:
@@ -198,7 +198,7 @@ def prune_study(root: Path, history: Iterable[CandidateRecord], keep: set[int] |
                 busy: Iterable[int] = ()) -> int:
     """Prune the build outputs of finished candidates outside ``keep`` (none in flight); the
     bytes freed. ``keep=None`` keeps everything."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     if keep is None:
         return 0
@@ -226,7 +226,7 @@ def prune_remeasurements(root: Path) -> int:
 
 def drop_duplicate_copy(root: Path, rec: CandidateRecord, original: CandidateRecord) -> CandidateRecord:
     """A duplicate keeps no artifact copy: its build outputs go, its record points at the first."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     folder = StudyWorkspace(root).candidate_dir(rec.number)
     for path in build_outputs(folder):

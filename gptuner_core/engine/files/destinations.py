@@ -15,7 +15,7 @@ from pathlib import Path
 from gptuner_core.errors import ConfigError
 
 
-#: files of a study folder that belong to the study (engine.workspace's layout)
+#: files of a study folder that belong to the study (engine.files.workspace's layout)
 OWN_FILES = (
     "study.sqlite", "study.sqlite-wal", "study.sqlite-shm", "study.sqlite-journal", "study.json",
     "inputs.npz", "calibration.npz", "labels.npy", "golden.npz", "reference.json", "stop",

@@ -44,7 +44,7 @@ def copy_artifact(backend: str, options: dict, rec: CandidateRecord, dst: Path, 
         if not any(inside(file, root) for root in allowed):
             msg = f"artifact file '{file}' is outside the study folder '{allowed[0]}': not copied"
             raise UntrustedPathError(msg)
-    from gptuner_core.engine.workspace import discard_stale_siblings
+    from gptuner_core.engine.files.workspace import discard_stale_siblings
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     discard_stale_siblings(dst)  # a copy (or its sidecar) a kill cut short

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gptuner_core.engine.workspace import arrays_sha256
-from gptuner_core.engine.workspace import load_npz
-from gptuner_core.engine.workspace import save_npy_atomic
-from gptuner_core.engine.workspace import save_npz_atomic
+from gptuner_core.engine.files.workspace import arrays_sha256
+from gptuner_core.engine.files.workspace import load_npz
+from gptuner_core.engine.files.workspace import save_npy_atomic
+from gptuner_core.engine.files.workspace import save_npz_atomic
 from gptuner_core.errors import DatasetError
 from gptuner_core.errors import StoreError
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gptuner_core.backends import TensorSpec
     from gptuner_core.config import StudyConfig
     from gptuner_core.dataset import Dataset
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
 CALIBRATION_ROWS = 64
 SYNTHETIC_ROWS = 64

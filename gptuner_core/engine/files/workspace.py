@@ -8,7 +8,7 @@ Layout::
     STUDY/labels.npy          labels for task metrics          STUDY/golden.npz, reference.json
     STUDY/stop                a stop request                   STUDY/tuner.log, tuner.pid
     STUDY/candidates/NNNNN/   one folder per candidate (job, phase, result, log, outputs, artifact;
-                              build outputs pruned per --keep-artifacts, see ``engine.artifacts``)
+                              build outputs pruned per --keep-artifacts, see ``engine.files.artifacts``)
     STUDY/baselines/NNNNN/    drift re-measurements of the default route
     STUDY/revalidation/       interleaved re-validation rounds
 

@@ -26,14 +26,14 @@ import time
 from typing import TYPE_CHECKING
 from typing import Any
 
-from gptuner_core.engine.loop_parts import MAX_SKIPS
-from gptuner_core.engine.loop_parts import Budget
-from gptuner_core.engine.loop_parts import LoopEnd
-from gptuner_core.engine.loop_parts import Sink
-from gptuner_core.engine.loop_parts import budget_reason
-from gptuner_core.engine.loop_parts import drift
-from gptuner_core.engine.loop_parts import drift_point
-from gptuner_core.engine.loop_parts import remeasure
+from gptuner_core.engine.loop.loop_parts import MAX_SKIPS
+from gptuner_core.engine.loop.loop_parts import Budget
+from gptuner_core.engine.loop.loop_parts import LoopEnd
+from gptuner_core.engine.loop.loop_parts import Sink
+from gptuner_core.engine.loop.loop_parts import budget_reason
+from gptuner_core.engine.loop.loop_parts import drift
+from gptuner_core.engine.loop.loop_parts import drift_point
+from gptuner_core.engine.loop.loop_parts import remeasure
 from gptuner_core.errors import DeviceWaitEnded
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from gptuner_core.device_lock import DeviceLock
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
 

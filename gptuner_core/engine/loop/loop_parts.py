@@ -1,6 +1,6 @@
-"""The parts of the tuning loop shared by the one-at-a-time loop (``engine.loop``) and the loop
+"""The parts of the tuning loop shared by the one-at-a-time loop (``engine.loop.loop``) and the loop
 with candidates in flight (``engine.scale.parallel``): budgets, the sink protocol, the drift sentinel
-and a racing strategy's re-measurement. The rules are stated in ``engine.loop``."""
+and a racing strategy's re-measurement. The rules are stated in ``engine.loop.loop``."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Protocol
 
-from gptuner_core.engine import verdict
+from gptuner_core.engine.decide import verdict
 from gptuner_core.records import StudyStatus
 
 
 if TYPE_CHECKING:
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal

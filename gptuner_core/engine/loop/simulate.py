@@ -1,7 +1,7 @@
 """``simulate``: "what would strategy X have found with budget B on my sweep?".
 
-It is the tuning loop (``engine.loop.run_loop``) with the recorded evaluator
-(``engine.recorded``) and an in-memory sink: the same proposals, dedupe rule, budgets and
+It is the tuning loop (``engine.loop.loop.run_loop``) with the recorded evaluator
+(``engine.evaluate.recorded``) and an in-memory sink: the same proposals, dedupe rule, budgets and
 re-measurements as a real study, answered from a recording.
 
 The study's pick is the eligible route with the lowest *observed* median (what the strategy saw);
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from gptuner_core.engine.loop import Budget
-from gptuner_core.engine.loop import run_loop
-from gptuner_core.engine.recorded import RecordedEvaluator
+from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
+from gptuner_core.engine.loop.loop import Budget
+from gptuner_core.engine.loop.loop import run_loop
 from gptuner_core.errors import ConfigError
 from gptuner_core.recording import Recording
 from gptuner_core.recording import load_recording
@@ -109,7 +109,7 @@ def parse_budget(budget: int | float | str, space_size: int) -> int:
 
 
 class _TraceSink:
-    """Keeps the trace of a simulated search (the loop's :class:`~engine.loop.Sink`).
+    """Keeps the trace of a simulated search (the loop's :class:`~engine.loop.loop.Sink`).
 
     The study's pick is kept up to date per finished candidate (one comparison), and recomputed
     over the history only when a re-measurement replaces a record: no per-proposal scan.

@@ -14,7 +14,7 @@ from gptuner_core.records import StudyStatus
 
 if TYPE_CHECKING:
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.tuner import Tuner
+    from gptuner_core.engine.loop.tuner import Tuner
     from gptuner_core.records import ChildResult
     from gptuner_core.records import Winner
     from gptuner_core.storage import StudyStore
@@ -57,12 +57,12 @@ class StoreSink:
         return self.prior_elapsed + time.monotonic() - self.started_mono - self.waited_s
 
     def reserve_s(self, rounds: int | None = None) -> float:
-        """Time the screening leaves for re-validation's first look (``engine.eta``); the loop's
+        """Time the screening leaves for re-validation's first look (``engine.loop.eta``); the loop's
         time budget ends screening that much earlier, so the study ends near its budget. With
         ``rounds`` (the ETA's): the time of that many rounds, the round budget, so the ETA errs
         on the side of finishing early."""
-        from gptuner_core.engine.eta import per_route_s
-        from gptuner_core.engine.eta import reserve_s
+        from gptuner_core.engine.loop.eta import per_route_s
+        from gptuner_core.engine.loop.eta import reserve_s
 
         cfg = self.tuner.config
         history = getattr(self, "_history", [])
@@ -72,7 +72,7 @@ class StoreSink:
         return reserve_s(per_route, cfg.revalidate_top_k, contenders, rounds or first_look)
 
     def waited(self, seconds: float) -> None:
-        """Time spent waiting for the device (``engine.loop.held``), reported separately."""
+        """Time spent waiting for the device (``engine.loop.loop.held``), reported separately."""
         self.waited_s += max(0.0, seconds)
         self._running()
 
@@ -91,7 +91,7 @@ class StoreSink:
         last: CandidateRecord | None, *, rounds: tuple[int, int] | None = None,
         finished: bool = False,
     ) -> None:
-        from gptuner_core.engine.eta import eta_s
+        from gptuner_core.engine.loop.eta import eta_s
 
         done = len(history)
         total = self._planned(done)
@@ -123,9 +123,9 @@ class StoreSink:
             self.tuner.progress_cb(progress)
 
     def _keep_artifacts(self, history: list[CandidateRecord], winner: Winner | None = None) -> None:
-        """Prune the build outputs nobody needs any more (``engine.artifacts``) and record the
+        """Prune the build outputs nobody needs any more (``engine.files.artifacts``) and record the
         study's disk use (meta ``disk_use``: now and the peak seen at candidate boundaries)."""
-        from gptuner_core.engine import artifacts
+        from gptuner_core.engine.files import artifacts
 
         cfg, root = self.tuner.config, self.tuner.ws.root
         before = artifacts.tree_bytes(root)
@@ -140,13 +140,13 @@ class StoreSink:
     def _no_duplicate_copy(self, rec: CandidateRecord, history: list[CandidateRecord]) -> CandidateRecord:
         """A duplicate's own build goes; its record (stored and in ``history``) points at the
         first candidate's artifact."""
-        from gptuner_core.engine.artifacts import drop_duplicate_copy
+        from gptuner_core.engine.files.artifacts import drop_duplicate_copy
 
         original = next((r for r in history if r.number == rec.duplicate_of), None)
         if original is None:
             return rec
-        from gptuner_core.engine.artifacts import build_outputs
-        from gptuner_core.engine.artifacts import tree_bytes
+        from gptuner_core.engine.files.artifacts import build_outputs
+        from gptuner_core.engine.files.artifacts import tree_bytes
 
         root = self.tuner.ws.root
         self._freed += sum(tree_bytes(p) for p in build_outputs(self.tuner.ws.candidate_dir(rec.number)))
@@ -193,7 +193,7 @@ class StoreSink:
         if rec.state is CandidateState.DUPLICATE and rec.duplicate_of is not None:
             rec = self._no_duplicate_copy(rec, history)
         elif self.tuner.config.keep_artifacts != "all" and rec.artifact_path:
-            from gptuner_core.engine.artifacts import trim_folder
+            from gptuner_core.engine.files.artifacts import trim_folder
 
             self._freed += trim_folder(self.tuner.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
         self.store.put_candidate(rec)

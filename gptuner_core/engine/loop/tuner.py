@@ -6,7 +6,7 @@ route (always candidate 0, 1.0x), and only after interleaved re-validation says 
 real. Every finished candidate is committed at once; ``resume=True`` continues exactly.
 
 Everything a study needs is validated before anything is written; creation is atomic (see
-``engine.workspace``); SIGTERM stops a study like SIGINT does.
+``engine.files.workspace``); SIGTERM stops a study like SIGINT does.
 """
 
 from __future__ import annotations
@@ -23,22 +23,22 @@ from typing import TYPE_CHECKING
 
 from gptuner_core import fingerprint as fp
 from gptuner_core.backends import load_backend
-from gptuner_core.engine.evaluator import StudyContext
-from gptuner_core.engine.finish import check_output_path
-from gptuner_core.engine.finish import revalidate_winner
-from gptuner_core.engine.finish import start_rounds_ahead
-from gptuner_core.engine.finish import write_output
-from gptuner_core.engine.inputs import load_inputs
-from gptuner_core.engine.inputs import measure_feeds
-from gptuner_core.engine.inputs import open_inputs
-from gptuner_core.engine.inputs import store_inputs
-from gptuner_core.engine.inputs import store_measure_feeds
-from gptuner_core.engine.loop import Budget
-from gptuner_core.engine.loop import held
-from gptuner_core.engine.loop import run_loop
-from gptuner_core.engine.sink import StoreSink
-from gptuner_core.engine.sink import measuring_device
-from gptuner_core.engine.workspace import StudyWorkspace
+from gptuner_core.engine.decide.finish import check_output_path
+from gptuner_core.engine.decide.finish import revalidate_winner
+from gptuner_core.engine.decide.finish import start_rounds_ahead
+from gptuner_core.engine.decide.finish import write_output
+from gptuner_core.engine.evaluate.evaluator import StudyContext
+from gptuner_core.engine.files.inputs import load_inputs
+from gptuner_core.engine.files.inputs import measure_feeds
+from gptuner_core.engine.files.inputs import open_inputs
+from gptuner_core.engine.files.inputs import store_inputs
+from gptuner_core.engine.files.inputs import store_measure_feeds
+from gptuner_core.engine.files.workspace import StudyWorkspace
+from gptuner_core.engine.loop.loop import Budget
+from gptuner_core.engine.loop.loop import held
+from gptuner_core.engine.loop.loop import run_loop
+from gptuner_core.engine.loop.sink import StoreSink
+from gptuner_core.engine.loop.sink import measuring_device
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import DeviceWaitEnded
 from gptuner_core.errors import GptunerError
@@ -51,7 +51,7 @@ from gptuner_core.records import Winner
 if TYPE_CHECKING:
     from gptuner_core.config import StudyConfig
     from gptuner_core.device_lock import DeviceLock
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.storage import StudyStore
     from gptuner_core.strategies import Strategy
 
@@ -167,9 +167,9 @@ class Tuner:
         """A new study's whole plan, checked before its first write: inputs, calibration, the
         outputs the gate names, the strategy with its options and warm-start sources, the
         --output destination. Returns (dataset, calibration rows)."""
-        from gptuner_core.engine.destinations import OUTPUT_SUFFIXES
-        from gptuner_core.engine.destinations import check_destination
-        from gptuner_core.engine.inputs import calibration_rows
+        from gptuner_core.engine.files.destinations import OUTPUT_SUFFIXES
+        from gptuner_core.engine.files.destinations import check_destination
+        from gptuner_core.engine.files.inputs import calibration_rows
 
         cfg = self.config
         dataset = load_inputs(cfg, self.specs)
@@ -210,7 +210,7 @@ class Tuner:
         """A gated packed output whose norm one slice dominates (read from the golden outputs
         once the default route defined them), recorded as a ``warning`` event."""
         from gptuner_core.accuracy.slices import dominance_warnings
-        from gptuner_core.engine.workspace import load_npz
+        from gptuner_core.engine.files.workspace import load_npz
 
         if not self.ws.golden.exists():
             return ()
@@ -245,7 +245,7 @@ class Tuner:
         return None if device is None else DeviceLock(measuring_devices(device), study=str(self.dir))
 
     def _evaluator(self, inputs: object, *, prestart: bool = True) -> Evaluator:
-        from gptuner_core.engine.evaluator import make_evaluator
+        from gptuner_core.engine.evaluate.evaluator import make_evaluator
 
         ctx = StudyContext(config=self.config, workspace=self.ws, inputs=inputs)  # type: ignore[arg-type]
         return make_evaluator(ctx, prestart=prestart)  # the launcher starts during set-up, not in #0

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from gptuner_core.backends import load_backend
-from gptuner_core.engine import artifacts
+from gptuner_core.engine.files import artifacts
 from gptuner_core.fingerprint import file_sha256
 from gptuner_core.records import CandidateState
 from gptuner_core.records import ChildJob
@@ -243,7 +243,7 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
 
 def ensure_built(job: ChildJob, backend: Any) -> Any:
     """The recorded build of ``job.artifact`` (a ``BuildResult``), rebuilt from ``job.route``
-    first when ``--keep-artifacts`` pruned it (``engine.artifacts``)."""
+    first when ``--keep-artifacts`` pruned it (``engine.files.artifacts``)."""
     from gptuner_core.backends import BuildResult
 
     build = BuildResult(artifact=Path(str(job.artifact)), effective_route=job.effective_route or job.route,

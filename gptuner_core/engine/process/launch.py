@@ -35,7 +35,7 @@ def cli_command(args: list[str]) -> str:
 
 def config_argv(study_dir: str | Path, *, resume: bool = False) -> list[str]:
     """``gptuner tune`` arguments for a study whose settings are in ``STUDY/study.json``."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study_dir)
     if resume:
@@ -47,8 +47,8 @@ def launch_config(config: StudyConfig, study_dir: str | Path) -> int:
     """Validate ``config`` (the CLI's own validation), write it as ``STUDY/study.json`` and start
     the tuner detached; return its pid."""
     from gptuner_core.config import StudyConfig as _Config
-    from gptuner_core.engine.tuner import Tuner
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
+    from gptuner_core.engine.loop.tuner import Tuner
 
     _Config.from_json(config.to_json())  # the same checks `gptuner tune --config` applies
     ws = StudyWorkspace(study_dir)
@@ -59,7 +59,7 @@ def launch_config(config: StudyConfig, study_dir: str | Path) -> int:
 
 def launch_detached(args: list[str], study_dir: str | Path) -> int:
     """Start ``gptuner tune ARGS`` detached; its output goes to ``STUDY/tuner.log``."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study_dir)
     ws.root.mkdir(parents=True, exist_ok=True)
@@ -90,7 +90,7 @@ def start_detached(argv: list[str], log: Path) -> int:
 def read_pid(study_dir: str | Path) -> int | None:
     """The pid of the study's tuner: the launcher's pid file, else the store's ``pid`` meta
     while the store says a tuner is active (a finished study's pid means nothing)."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study_dir)
     try:
@@ -127,7 +127,7 @@ def is_running(study_dir: str | Path) -> bool:
 
 def request_stop(study_dir: str | Path) -> None:
     """Ask the running tuner to stop after the current candidate (it finishes cleanly)."""
-    from gptuner_core.engine.workspace import StudyWorkspace
+    from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(study_dir)
     if not ws.root.is_dir():

@@ -14,7 +14,7 @@ compile workers get the others: cores - 2), else none (nothing is pinned).
 
 ``GPTUNER_OVERLAP``: ``auto`` (default: on for torch on a GPU, where builds are CPU work and the
 device is measured alone), ``on`` or ``off`` (build and measure in two processes, the artifact
-loaded again: ``engine.evaluator.IsolatedEvaluator._run_split``).
+loaded again: ``engine.evaluate.evaluator.IsolatedEvaluator._run_split``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The loop with several candidates in flight: build ahead on one device, or Ray workers.
 
-Same rules as :func:`gptuner_core.engine.loop.run_loop` (it hands over here when a
+Same rules as :func:`gptuner_core.engine.loop.loop.run_loop` (it hands over here when a
 :class:`ScaleOut` asks for more than one candidate at a time), plus:
 
 * the strategy is asked with the proposals in flight (``Strategy.ask(history, pending)``), so no
@@ -24,7 +24,7 @@ Same rules as :func:`gptuner_core.engine.loop.run_loop` (it hands over here when
 * once the strategy has nothing more to propose and every candidate in flight has been built
   (it waits for the device or measures), ``built(history)`` is called, and again after each
   result from then on: the re-validation rounds' processes can start loading on the cores the
-  builds have left (``engine.finish.start_rounds_ahead``).
+  builds have left (``engine.decide.finish.start_rounds_ahead``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine import loop_parts as loop
+from gptuner_core.engine.loop import loop_parts as loop
 from gptuner_core.engine.process.turn import WAIT
 from gptuner_core.engine.scale.scale_out import WorkerLost
 from gptuner_core.records import CandidateRecord
@@ -49,7 +49,7 @@ from gptuner_core.records import StudyStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.engine.scale.scale_out import CandidatePool
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from collections.abc import Sequence
 
-    from gptuner_core.engine.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.evaluator import Evaluator
     from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.records import CandidateRecord
     from gptuner_core.strategies import Proposal
@@ -159,7 +159,7 @@ class Worker:
         return rec
 
     def _normalized(self, rec: CandidateRecord, default: CandidateRecord) -> CandidateRecord:
-        from gptuner_core.engine import verdict
+        from gptuner_core.engine.decide import verdict
 
         theirs = (default.extra.get("device") or {}).get("fingerprint")
         if theirs == self.device["fingerprint"] or rec.latency is None:
