@@ -25,8 +25,6 @@ from gptuner_core.errors import KnobDatabaseError
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from gptuner_core.routes import Route
-
 
 def parse_allowed_values(text: str) -> tuple[str, ...] | None:
     """Values between the first ``[`` and the first ``]`` split on ``|``; ``None`` if unbounded.
@@ -202,12 +200,6 @@ class KnobDatabase:
         except KeyError:
             msg = f"Unknown knob: {name}"
             raise KnobDatabaseError(msg) from None
-
-    def default_route(self) -> Route:
-        """All knobs at their defaults, in database order (trtexec's ``default_build_route``)."""
-        from gptuner_core.routes import Route
-
-        return Route(tuple((k.name, k.default) for k in self.knobs))
 
     def namespaces(self) -> list[str]:
         return sorted({k.namespace for k in self.knobs})

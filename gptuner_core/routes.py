@@ -47,6 +47,13 @@ class Route:
         return cls(tuple(pairs))
 
     @classmethod
+    def default(cls, db: KnobDatabase) -> Route:
+        """All knobs at their defaults, in database order (trtexec's ``default_build_route``).
+        A route knows the database, never the other way round (``KnobDatabase.default_route()``
+        made ``knobs`` and ``routes`` one import circle)."""
+        return cls(tuple((k.name, k.default) for k in db))
+
+    @classmethod
     def from_dict(cls, values: dict[str, str]) -> Route:
         return cls(tuple((k, str(v)) for k, v in values.items()))
 

@@ -12,6 +12,7 @@ from gptuner_core.errors import KnobDatabaseError
 from gptuner_core.knobs import KnobDatabase
 from gptuner_core.knobs import diff_knob_databases
 from gptuner_core.knobs import parse_allowed_values
+from gptuner_core.routes import Route
 
 
 DATA = Path(__file__).parent / "data"
@@ -59,7 +60,7 @@ class TestLoad:
         assert "-kgen:tiling" in db and "kgen:tiling" not in db
 
     def test_order_and_default_route(self, db):
-        assert str(db.default_route()).startswith("-conv_use_long_w=on -reshape_ppg=on")
+        assert str(Route.default(db)).startswith("-conv_use_long_w=on -reshape_ppg=on")
         assert [k.name for k in db][-1] == "-peep:max"
 
     def test_json_round_trip(self, db):

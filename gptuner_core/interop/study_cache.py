@@ -60,7 +60,7 @@ def study_to_cache(store: StudyStore) -> TuningCache:
         },
         searching_algorithm=search,
         command_line=" ".join(shlex.quote(a) for a in argv),
-        default_build_route=str(db.default_route()),
+        default_build_route=str(Route.default(db)),
         tuning_expr=cfg.get("expression", ""),
         files={"onnx": cfg.get("model", ""), "save_engine": cfg.get("output") or "",
                "inputs": {}, "ref_outputs": {}},

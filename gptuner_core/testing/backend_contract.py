@@ -86,7 +86,7 @@ class BackendContract:
         db = backend.describe(model)
         workdir = tmp_path / "candidates" / "00000"
         workdir.mkdir(parents=True)
-        return backend.build(model, db.default_route(), workdir, calibration=calibration)
+        return backend.build(model, Route.default(db), workdir, calibration=calibration)
 
     # -- parent-side methods ----------------------------------------------------------------
     def test_availability_is_reported(self, backend: Backend) -> None:
@@ -99,7 +99,7 @@ class BackendContract:
         db = backend.describe(model)
         assert isinstance(db, KnobDatabase)
         assert len(db) > 0
-        db.default_route().validate(db)
+        Route.default(db).validate(db)
         for knob in db:
             assert knob.name.startswith("-")
             assert knob.allows(knob.default), f"{knob.name}: default {knob.default!r} not allowed"
@@ -144,7 +144,7 @@ class BackendContract:
         workdir = tmp_path / "candidates" / "00001"
         workdir.mkdir(parents=True)
         again = backend.build(
-            model, backend.describe(model).default_route(), workdir, calibration=calibration
+            model, Route.default(backend.describe(model)), workdir, calibration=calibration
         )
         assert again.effective_route == built.effective_route
 
@@ -253,6 +253,6 @@ class BackendContract:
 
     def test_repro_is_text(self, backend: Backend, model: Path) -> None:
         """repro() returns a dict of strings (possibly empty)."""
-        rep = backend.repro(model, backend.describe(model).default_route())
+        rep = backend.repro(model, Route.default(backend.describe(model)))
         assert isinstance(rep, dict)
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in rep.items())

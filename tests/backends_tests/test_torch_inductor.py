@@ -278,7 +278,7 @@ class TestBuildAndRun:
         assert info["effective_config"]["freezing"] is False
         assert (built.artifact.parent / "build.json").is_file()
         db = backend.describe(TINY)
-        assert Route.parse(built.effective_route).resolved(db) == db.default_route().resolved(db)
+        assert Route.parse(built.effective_route).resolved(db) == Route.default(db).resolved(db)
         json.dumps(info)
 
     def test_same_route_same_hash_other_precision_other_hash(self, builds: Any) -> None:
