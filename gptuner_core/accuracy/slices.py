@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 import numpy as np
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from collections.abc import Sequence
 
-    from gptuner_core.accuracy.gate import AccuracySettings
     from gptuner_core.accuracy.losses import OutputLoss
 
 #: one index: an int, a ``(start, stop, step)`` slice, or ``...``
@@ -206,7 +206,19 @@ def _dominant_window(energy: np.ndarray) -> tuple[int, int, float] | None:
     return None
 
 
-def dominance_warnings(golden: Mapping[str, Any], settings: AccuracySettings) -> list[str]:
+class GateView(Protocol):
+    """What :func:`dominance_warnings` reads of the gate's settings (``accuracy.gate.AccuracySettings``
+    is one; naming it here would make ``slices`` and ``gate`` one import circle)."""
+
+    @property
+    def metric(self) -> str: ...
+
+    def gates(self, output: str) -> bool: ...
+
+    def epsilon_for(self, output: str) -> float | None: ...
+
+
+def dominance_warnings(golden: Mapping[str, Any], settings: GateView) -> list[str]:
     """A warning per gated whole output (of 2+ dims) of which one slice along a dimension holds
     most of the squared norm while the rest is much smaller (:func:`_dominant_window`): its loss (any
     metric over the whole output) then says little about the rest (a detector's pixel boxes
