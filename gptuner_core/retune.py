@@ -78,8 +78,8 @@ def _check(cfg: StudyConfig, route: str | None, why: str, workdir: Path, specs: 
            max_rounds: int) -> HoldCheck:
     """Build the new default and the old route on the new model in fresh processes, gate the
     old route's accuracy, re-validate it against the new default in interleaved rounds."""
-    from gptuner_core.engine.evaluate.evaluator import StudyContext
     from gptuner_core.engine.evaluate.evaluator import make_evaluator
+    from gptuner_core.engine.evaluate.protocol import StudyContext
     from gptuner_core.engine.evaluate.rounds import round_samples
     from gptuner_core.engine.files.inputs import StudyInputs
     from gptuner_core.engine.files.inputs import load_inputs

@@ -44,7 +44,7 @@ def _evaluator(config: StudyConfig, inputs: StudyInputs, workdir: Path, golden_f
     ``golden_from``; ``roots``: the folders (the verified bundle, a given artifact's) whose
     artifacts it may measure besides its own."""
     from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
-    from gptuner_core.engine.evaluate.evaluator import StudyContext
+    from gptuner_core.engine.evaluate.protocol import StudyContext
     from gptuner_core.engine.files.workspace import StudyWorkspace
 
     ws = StudyWorkspace(workdir)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import Winner
     from gptuner_core.storage import StudyStore

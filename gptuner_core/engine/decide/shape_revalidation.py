@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.measurement import SequentialResult
     from gptuner_core.records import CandidateRecord

@@ -11,13 +11,13 @@ import json
 import shutil
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
-from typing import Protocol
 
 from gptuner_core.engine.decide import verdict
+from gptuner_core.engine.evaluate.protocol import Evaluator
+from gptuner_core.engine.evaluate.protocol import StudyContext
 from gptuner_core.engine.files.workspace import load_npz
 from gptuner_core.engine.files.workspace import save_npz_atomic
 from gptuner_core.engine.files.workspace import write_atomic
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
-    from gptuner_core.engine.files.inputs import StudyInputs
     from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.engine.scale.device_gate import DeviceGate
     from gptuner_core.strategies import Proposal
@@ -44,30 +43,6 @@ if TYPE_CHECKING:
 BUILD_TARGET = "gptuner_core.engine.process.child:run_candidate"
 BUILD_ONLY_TARGET = "gptuner_core.engine.process.child:build_only"
 REMEASURE_TARGET = "gptuner_core.engine.process.child:remeasure"
-
-
-class Evaluator(Protocol):
-    """What the loop needs from whatever answers proposals."""
-
-    def evaluate(
-        self, proposal: Proposal, number: int, history: Sequence[CandidateRecord],
-        artifacts: dict[str, int], on_phase: Callable[[str], None],
-    ) -> CandidateRecord:
-        """Build, gate and measure ``proposal`` as candidate ``number``; never raises for a
-        problem of that candidate (it becomes the record's state and error)."""
-
-    def remeasure(self, record: CandidateRecord, purpose: str, scale: float = 1.0) -> ChildResult:
-        """Measure an existing candidate again in a fresh process (drift, racing,
-        re-validation); ``purpose`` names the work folder (``baseline/00012``, ``r3``...)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StudyContext:
-    """The narrow view of a study the evaluator needs (instead of the whole tuner)."""
-
-    config: StudyConfig
-    workspace: StudyWorkspace
-    inputs: StudyInputs
 
 
 def make_evaluator(ctx: StudyContext, *, prestart: bool = False) -> Evaluator:

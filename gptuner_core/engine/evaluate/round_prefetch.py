@@ -33,7 +33,7 @@ from gptuner_core.engine.process.turn import TURN
 
 
 if TYPE_CHECKING:
-    from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluate.protocol import RoundRunner
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import ChildResult
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 class _Pending:
     """One re-measurement process started ahead, waiting for its turn after loading."""
 
-    def __init__(self, ev: IsolatedEvaluator, record: CandidateRecord, purpose: str, scale: float,
+    def __init__(self, ev: RoundRunner, record: CandidateRecord, purpose: str, scale: float,
                  build_cpus: tuple[int, ...], target: str) -> None:
         self.purpose = purpose
         self.workdir = ev.ctx.workspace.root / purpose
@@ -91,7 +91,7 @@ class RoundPrefetch:
     Each hint names every call still wanted: a started one it leaves out is cancelled, a queued
     one dropped. ``started`` keeps when each process was started (``time.time()``)."""
 
-    def __init__(self, ev: IsolatedEvaluator, build_cpus: tuple[int, ...], measure_cpus: tuple[int, ...],
+    def __init__(self, ev: RoundRunner, build_cpus: tuple[int, ...], measure_cpus: tuple[int, ...],
                  target: str, capacity: int | None = None) -> None:
         self.ev, self.build_cpus, self.measure_cpus, self.target = ev, build_cpus, measure_cpus, target
         self.capacity = capacity if capacity is not None else room(build_cpus)

@@ -34,7 +34,7 @@ from gptuner_core.errors import BackendError
 
 
 if TYPE_CHECKING:
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import ChildResult
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from gptuner_core.device_lock import DeviceLock
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.strategies import Strategy
 

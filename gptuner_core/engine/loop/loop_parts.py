@@ -13,7 +13,7 @@ from gptuner_core.records import StudyStatus
 
 
 if TYPE_CHECKING:
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal

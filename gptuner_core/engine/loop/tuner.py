@@ -27,7 +27,7 @@ from gptuner_core.engine.decide.finish import check_output_path
 from gptuner_core.engine.decide.finish import revalidate_winner
 from gptuner_core.engine.decide.finish import start_rounds_ahead
 from gptuner_core.engine.decide.finish import write_output
-from gptuner_core.engine.evaluate.evaluator import StudyContext
+from gptuner_core.engine.evaluate.protocol import StudyContext
 from gptuner_core.engine.files.inputs import load_inputs
 from gptuner_core.engine.files.inputs import measure_feeds
 from gptuner_core.engine.files.inputs import open_inputs
@@ -51,7 +51,7 @@ from gptuner_core.records import Winner
 if TYPE_CHECKING:
     from gptuner_core.config import StudyConfig
     from gptuner_core.device_lock import DeviceLock
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.storage import StudyStore
     from gptuner_core.strategies import Strategy
 

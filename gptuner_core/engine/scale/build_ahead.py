@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from gptuner_core.device_lock import DeviceLock
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.records import CandidateRecord
     from gptuner_core.strategies import Proposal
 

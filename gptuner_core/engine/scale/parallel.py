@@ -49,7 +49,7 @@ from gptuner_core.records import StudyStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.engine.scale.scale_out import CandidatePool
     from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal

@@ -10,7 +10,7 @@ from gptuner_core.engine.scale.scale_out import default_build_workers
 
 if TYPE_CHECKING:
     from gptuner_core.device_lock import DeviceLock
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.engine.scale.scale_out import CandidatePool
     from gptuner_core.engine.scale.scale_out import ScaleOut
 

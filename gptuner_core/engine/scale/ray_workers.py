@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from collections.abc import Sequence
 
-    from gptuner_core.engine.evaluate.evaluator import Evaluator
+    from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.engine.scale.scale_out import ScaleOut
     from gptuner_core.records import CandidateRecord
     from gptuner_core.strategies import Proposal
