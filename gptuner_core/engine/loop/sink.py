@@ -13,8 +13,10 @@ from gptuner_core.records import StudyStatus
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gptuner_core.config import StudyConfig
-    from gptuner_core.engine.loop.tuner import Tuner
+    from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.records import ChildResult
     from gptuner_core.records import Winner
     from gptuner_core.storage import StudyStore
@@ -33,17 +35,21 @@ def measuring_device(cfg: StudyConfig) -> str | None:
 
 
 class StoreSink:
-    """The loop's sink for a real study: records go to the store, progress to meta + callback."""
+    """The loop's sink for a real study: records go to the store, progress to meta + callback.
+    It gets the study's config, folder and progress callback, never the Tuner (which builds it)."""
 
-    def __init__(self, tuner: Tuner, store: StudyStore, strategy: Strategy, before: Progress) -> None:
-        self.tuner = tuner
+    def __init__(self, config: StudyConfig, ws: StudyWorkspace, progress_cb: Callable[[Progress], None] | None,
+                 store: StudyStore, strategy: Strategy, before: Progress) -> None:
+        self.config = config
+        self.ws = ws
+        self.progress_cb = progress_cb
         self.store = store
         self.strategy = strategy
         self.started_mono = time.monotonic()
         self.prior_elapsed = float(before.elapsed_s or 0.0)
         self.prior_waited = float(before.waited_s or 0.0)
         self.waited_s = 0.0  # this run's time waiting for the device: not tuning time
-        self.device_wait_s = tuner.config.device_wait_s
+        self.device_wait_s = config.device_wait_s
         self.times: list[float] = []
         self._history: list[CandidateRecord] = []
         self._waiting = False
@@ -64,7 +70,7 @@ class StoreSink:
         from gptuner_core.engine.loop.eta import per_route_s
         from gptuner_core.engine.loop.eta import reserve_s
 
-        cfg = self.tuner.config
+        cfg = self.config
         history = getattr(self, "_history", [])
         per_route = per_route_s([r.measure_time_s or 0.0 for r in history if r.latency is not None])
         contenders = sum(1 for r in history if r.eligible and r.number != 0)
@@ -77,11 +83,11 @@ class StoreSink:
         self._running()
 
     def stop_requested(self) -> bool:
-        return self.tuner.ws.stop_requested()
+        return self.ws.stop_requested()
 
     def _planned(self, done: int) -> int | None:
         planned = self.strategy.planned()
-        cap = self.tuner.config.max_candidates
+        cap = self.config.max_candidates
         if cap is not None:
             planned = min(planned or cap, cap)
         return max(planned, done) if planned is not None else None
@@ -96,9 +102,9 @@ class StoreSink:
         done = len(history)
         total = self._planned(done)
         self._history = history
-        eta = eta_s(done=done, total=total, reserve=self.reserve_s(rounds=self.tuner.config.revalidate_rounds),
+        eta = eta_s(done=done, total=total, reserve=self.reserve_s(rounds=self.config.revalidate_rounds),
                     per_candidate=sum(self.times) / len(self.times) if self.times else None,
-                    elapsed=self.elapsed_s(), time_budget=self.tuner.config.time_budget_s)
+                    elapsed=self.elapsed_s(), time_budget=self.config.time_budget_s)
         if phase == "revalidation":
             eta = None  # Live shows the rounds themselves
         now = time.time()
@@ -119,15 +125,15 @@ class StoreSink:
         self.store.set_progress(progress)
         if finished:  # the study has its winner (or none): --keep-artifacts applied for good
             self._keep_artifacts(history, winner)
-        if self.tuner.progress_cb is not None:
-            self.tuner.progress_cb(progress)
+        if self.progress_cb is not None:
+            self.progress_cb(progress)
 
     def _keep_artifacts(self, history: list[CandidateRecord], winner: Winner | None = None) -> None:
         """Prune the build outputs nobody needs any more (``engine.files.artifacts``) and record the
         study's disk use (meta ``disk_use``: now and the peak seen at candidate boundaries)."""
         from gptuner_core.engine.files import artifacts
 
-        cfg, root = self.tuner.config, self.tuner.ws.root
+        cfg, root = self.config, self.ws.root
         before = artifacts.tree_bytes(root)
         keep = artifacts.kept_numbers(history, cfg.keep_artifacts, cfg.revalidate_top_k, winner)
         self._freed += artifacts.prune_study(root, history, keep, busy=self._in_flight)
@@ -148,8 +154,8 @@ class StoreSink:
         from gptuner_core.engine.files.artifacts import build_outputs
         from gptuner_core.engine.files.artifacts import tree_bytes
 
-        root = self.tuner.ws.root
-        self._freed += sum(tree_bytes(p) for p in build_outputs(self.tuner.ws.candidate_dir(rec.number)))
+        root = self.ws.root
+        self._freed += sum(tree_bytes(p) for p in build_outputs(self.ws.candidate_dir(rec.number)))
         for i, r in enumerate(history):
             if r.number == rec.number:
                 history[i] = drop_duplicate_copy(root, r, original)
@@ -162,10 +168,10 @@ class StoreSink:
         self.store.set_status(StudyStatus.WAITING, message)
         self.store.set_meta("waiting", message)
         self.store.add_event("waiting", {"message": message})
-        if self.tuner.progress_cb is not None:  # the CLI says so too
+        if self.progress_cb is not None:  # the CLI says so too
             import dataclasses
 
-            self.tuner.progress_cb(dataclasses.replace(self.store.progress(), phase="waiting",
+            self.progress_cb(dataclasses.replace(self.store.progress(), phase="waiting",
                                                        current=message, eta_s=None))
 
     def _running(self) -> None:
@@ -180,7 +186,7 @@ class StoreSink:
 
     def started(self, rec: CandidateRecord) -> None:
         self._running()
-        log = self.tuner.ws.candidate_dir(rec.number) / "log.txt"
+        log = self.ws.candidate_dir(rec.number) / "log.txt"
         self._in_flight.add(rec.number)
         self.store.put_candidate(rec.replace(log_path=str(log)))
 
@@ -192,10 +198,10 @@ class StoreSink:
             self.times.append(max(0.0, rec.finished_at - rec.started_at))
         if rec.state is CandidateState.DUPLICATE and rec.duplicate_of is not None:
             rec = self._no_duplicate_copy(rec, history)
-        elif self.tuner.config.keep_artifacts != "all" and rec.artifact_path:
+        elif self.config.keep_artifacts != "all" and rec.artifact_path:
             from gptuner_core.engine.files.artifacts import trim_folder
 
-            self._freed += trim_folder(self.tuner.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
+            self._freed += trim_folder(self.ws.candidate_dir(rec.number), rec.extra.get("info") or {})
         self.store.put_candidate(rec)
         self._history = history
         self._keep_artifacts(history)

@@ -315,7 +315,7 @@ class Tuner:
             history[0] = default if default is not None else history[0]
         for rec in history:
             strategy.tell(rec)
-        sink = StoreSink(self, store, strategy, store.progress())
+        sink = StoreSink(self.config, self.ws, self.progress_cb, store, strategy, store.progress())
         lock = self._device_lock()
         output_error = ""
         if winner is not None:  # killed while writing --output: the verdict stands, finish that
