@@ -201,7 +201,7 @@ def compile_route(
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.graph import GraphLowering
 
-    from gptuner_core.backends.torch_inductor.runner import flatten_outputs
+    from gptuner_core.backends.torch_inductor.model import flatten_outputs
 
     dev = torch.device(device)
     if threads > 0 and dev.type == "cpu":

@@ -234,6 +234,24 @@ def _load_exported(path: Path) -> LoadedModel:
     )
 
 
+def flatten_outputs(out: Any) -> tuple[tuple[str, ...], list[Any]]:
+    """Names and tensors of a model's output: a tensor, a tuple/list or a dict of tensors (read by
+    the compile, ``build``, and the runner, ``runner``: here, below both)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return ("output",), [out]
+    if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
+        return tuple(f"output_{i}" for i in range(len(out))), list(out)
+    if isinstance(out, dict) and all(isinstance(t, torch.Tensor) for t in out.values()):
+        return tuple(str(k) for k in out), list(out.values())
+    msg = (
+        "torch backend: the model must return a tensor, a tuple/list of tensors or a dict of "
+        f"tensors (got {type(out).__name__})"
+    )
+    raise BackendError(msg)
+
+
 def load_model(model: Path | str) -> LoadedModel:
     """Load a ``.pt2`` program or call a factory; raise :class:`BackendError` on a bad model."""
     text = str(model)

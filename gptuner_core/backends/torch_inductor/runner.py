@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from gptuner_core.backends._base import Runner
+from gptuner_core.backends.torch_inductor.model import flatten_outputs
 from gptuner_core.errors import BackendError
 
 
@@ -31,23 +32,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gptuner_core.backends.torch_inductor.build import CompiledModel
-
-
-def flatten_outputs(out: Any) -> tuple[tuple[str, ...], list[Any]]:
-    """Names and tensors of a model's output: a tensor, a tuple/list or a dict of tensors."""
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return ("output",), [out]
-    if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
-        return tuple(f"output_{i}" for i in range(len(out))), list(out)
-    if isinstance(out, dict) and all(isinstance(t, torch.Tensor) for t in out.values()):
-        return tuple(str(k) for k in out), list(out.values())
-    msg = (
-        "torch backend: the model must return a tensor, a tuple/list of tensors or a dict of "
-        f"tensors (got {type(out).__name__})"
-    )
-    raise BackendError(msg)
 
 
 def nvml_index(cuda_index: int) -> int:
