@@ -1,20 +1,4 @@
-"""Study-level records: status, progress, the winner decision and the one formatter of it.
-
-A :class:`Winner` renders itself through the texts at the end of this module, used by every surface
-(CLI ``show``/``explain``/``tune``, the report, the bundle, every dashboard page, the progress line).
-
-Three texts, from short to long:
-
-* :func:`headline`: one line, the verdict first (``winner: route #5, 2.124x faster ...`` or
-  ``no winner: keeping the default (...)``);
-* :func:`sentence`: one or two plain sentences: what won or why nothing did, by how much with
-  the interval and its confidence, after how many rounds and, when undecided, about how many more
-  rounds (or a quieter machine) would decide. No statistical jargon;
-* :func:`details`: the method and the tuner's full message, for a details view only.
-
-Screening numbers (one process per route) are never the verdict: :func:`screening_label` names
-them as such wherever they are shown after it.
-"""
+"""Study-level records: status, progress, the winner decision."""
 
 from __future__ import annotations
 
@@ -162,14 +146,20 @@ class Winner:
 
     def headline(self) -> str:
         """The one line every surface shows first (:mod:`gptuner_core.records.verdict_text`)."""
+        from gptuner_core.records.verdict_text import headline
+
         return headline(self)
 
     def sentence(self) -> str:
         """One or two plain sentences: what won or why nothing did, by how much, how sure."""
+        from gptuner_core.records.verdict_text import sentence
+
         return sentence(self)
 
     def details(self) -> str:
         """How the verdict was measured (method and the tuner's message): a details view."""
+        from gptuner_core.records.verdict_text import details
+
         return details(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -221,152 +211,3 @@ class Winner:
             tie=str(data.get("tie") or ""),
             busy_share=data.get("busy_share"),
         )
-
-
-# --- the one formatter of a Winner (re-exported by records.verdict_text) ---
-
-NO_WINNER = "no winner: keeping the default"
-SCREENING = "screening (one process per route, not the verdict)"
-
-
-def _x(value: float | None) -> str:
-    return "?" if value is None else f"{value:.3f}x"
-
-
-def _ci(pair: tuple[float, float] | None) -> str:
-    return f"[{pair[0]:.3f}, {pair[1]:.3f}]" if pair else ""
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.3g}%"
-
-
-def _rounds(n: int) -> str:
-    return f"{n} round{'s' if n != 1 else ''}"
-
-
-#: what a re-validation ended by Stop says (in its message, so in the verdict's sentence too)
-CUT_SHORT = "re-validation cut short by a stop request"
-
-
-def reason(w: Winner) -> str:
-    """Why the default is kept, in a few words (``""`` for a winner)."""
-    v = w.verdict.value
-    if v == "winner":
-        return ""
-    if v == "inconclusive" and CUT_SHORT in w.message:
-        return f"{CUT_SHORT} after {_rounds(w.rounds)}" if w.rounds else CUT_SHORT
-    if v == "inconclusive":
-        undecided = f"undecided after {_rounds(w.rounds)}" if w.rounds else "undecided"
-        return f"{too_busy(w)}; {undecided}" if w.busy_share is not None else undecided
-    if v == "not_faster":
-        return f"no route is faster by more than {_pct(w.min_effect)}"
-    if v == "default_only":
-        return "no other eligible route"
-    if v == "not_revalidated":
-        return "nothing cleared the screening, which was not re-validated"
-    return "re-validation failed"
-
-
-def too_busy(w: Winner) -> str:
-    """``the machine was too busy to decide (...): close them and run it again`` (see
-    ``engine.decide.verdict.too_busy``)."""
-    return (f"the machine was too busy to decide (other programs ran during "
-            f"{_pct(w.busy_share or 0.0)} of the measurements): close them and run it again")
-
-
-def headline(w: Winner) -> str:
-    """The one line every surface shows first."""
-    if w.verdict.value == "winner":
-        rounds = f", after {_rounds(w.rounds)}" if w.rounds else ""
-        ci = f" {_ci(w.ci)}" if w.ci else ""
-        tie = f" ({w.tie})" if w.tie else ""
-        return f"winner: route #{w.number}, {_x(w.speedup)} faster{ci}{rounds}{tie}"
-    if w.verdict.value == "not_revalidated" and w.number:
-        return (f"screening pick (not re-validated): route #{w.number}, {_x(w.speedup)} "
-                f"{_ci(w.ci)}").rstrip()
-    return f"{NO_WINNER} ({reason(w)})"
-
-
-def _leader(w: Winner) -> str:
-    """``route #2 measured 1.027x [0.950, 1.110]`` for the best contender (re-validated)."""
-    if w.best is None or w.best_speedup is None:
-        return ""
-    ci = f" {_ci(w.best_ci)}" if w.best_ci else " (too few rounds for an interval)"
-    return f"route #{w.best} measured {_x(w.best_speedup)}{ci}"
-
-
-def sentence(w: Winner) -> str:
-    """One or two plain sentences for a person (see the module docstring)."""
-    conf = _pct(w.confidence)
-    thr = f"{1 + w.min_effect:.3g}x"
-    v = w.verdict.value
-    if v == "winner":
-        ci = f" ({_ci(w.ci)} with {conf} confidence)" if w.ci else ""
-        tie = ""
-        if w.tied:
-            others = " and ".join(f"#{n}" for n in w.tied)
-            tie = (f" {others} {'is' if len(w.tied) == 1 else 'are'} as fast within "
-                   f"{_pct(w.min_effect)}: the rounds do not separate them, so the tie is named "
-                   f"by a fixed rule ({w.tie.rpartition('(')[2].rstrip(')') or 'lower number'} first).")
-        return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
-                f"re-measured against it in {_rounds(w.rounds)} of fresh processes.{tie}")
-    lead = _leader(w)
-    if v == "inconclusive" and CUT_SHORT in w.message:
-        done = f" after {_rounds(w.rounds)}" if w.rounds else " before its first round"
-        return (f"No route was shown faster: re-validation was cut short by a stop request{done}, "
-                "so the default is kept. Resume the study to re-validate again.")
-    if v == "inconclusive" and not w.rounds:
-        return ("No route was re-measured before the time budget ran out, so the default is kept. "
-                "A larger --time-budget would let re-validation decide.")
-    if v == "inconclusive":
-        first = (f"No route was shown faster after {_rounds(w.rounds)} of re-measurement, "
-                 "so the default is kept")
-        if w.busy_share is not None:
-            first = f"{too_busy(w)[0].upper()}{too_busy(w)[1:]}. {first}"
-        if lead:
-            first += (f": the closest, {lead} with {conf} confidence, neither clears {thr} "
-                      "nor rules it out")
-        if w.projected_rounds and w.projected_rounds > w.rounds:
-            more = (f"About {w.projected_rounds - w.rounds} more rounds "
-                    f"({w.projected_rounds} in all), or a quieter machine, would decide.")
-        elif lead and w.best_ci:
-            more = "More rounds would not decide it: its speed-up sits at the threshold."
-        else:
-            more = "More rounds, or a quieter machine, are needed to decide."
-        return f"{first}. {more}"
-    if v == "not_faster":
-        tail = f" (the closest, {lead} with {conf} confidence)" if lead else ""
-        return (f"No route is faster than the default by more than {_pct(w.min_effect)} after "
-                f"{_rounds(w.rounds)} of re-measurement{tail}, so the default is kept.")
-    if v == "default_only":
-        return "No eligible route other than the default was found, so the default is kept."
-    if v == "not_revalidated":
-        if w.number:
-            return (f"Route #{w.number} screened {_x(w.speedup)} {_ci(w.ci)} in one process per "
-                    "route; it was not re-validated (--revalidate-top-k 0), so treat it as a lead.")
-        return (f"The best screened route, #{w.best}, measured {_x(w.best_speedup)}, which does "
-                f"not clear {thr}; nothing was re-validated, so the default is kept.")
-    return f"Re-validation could not measure ({w.message}), so the default is kept."
-
-
-def details(w: Winner) -> str:
-    """How the verdict was measured (method, the tuner's full message): a details view only."""
-    parts = [p for p in (w.method, w.message) if p]
-    return "; ".join(parts)
-
-
-def screening_label(speedup: float | None, ci: tuple[float, float] | None = None) -> str:
-    """``screening 1.212x (one process per route, not the verdict)``."""
-    spread = f" {_ci(ci)}" if ci else ""
-    return f"screening {_x(speedup)}{spread} (one process per route, not the verdict)"
-
-
-def recommended(winner: dict | None) -> int | None:
-    """The route a stored verdict (``winner`` meta) recommends over the default, else ``None``:
-    what a chart may star as the winner (the default is never drawn as one)."""
-    if not winner:
-        return None
-    verdict = winner.get("verdict") or ("winner" if winner.get("significant") else "")
-    number = int(winner.get("number") or 0)
-    return number if verdict in ("winner", "not_revalidated") and number else None
