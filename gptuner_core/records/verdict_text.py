@@ -16,11 +16,30 @@ them as such wherever they are shown after it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 
-if TYPE_CHECKING:
-    from gptuner_core.records.study import Winner
+class Winner(Protocol):
+    """The fields of :class:`gptuner_core.records.study.Winner` these texts read. The record renders
+    itself through them (``Winner.headline()``...), so naming the class here would make the two
+    modules one import circle."""
+
+    verdict: str
+    number: int
+    speedup: float
+    ci: tuple[float, float] | None
+    message: str
+    best: int | None
+    best_speedup: float | None
+    best_ci: tuple[float, float] | None
+    rounds: int
+    method: str
+    projected_rounds: int | None
+    confidence: float
+    min_effect: float
+    tied: tuple[int, ...]
+    tie: str
+    busy_share: float | None
 
 NO_WINNER = "no winner: keeping the default"
 SCREENING = "screening (one process per route, not the verdict)"
