@@ -13,16 +13,38 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import StrategyError
 
 
 if TYPE_CHECKING:
-    from gptuner_core.config import StudyConfig
+    from gptuner_core.expressions import Expression
+    from gptuner_core.knobs import KnobDatabase
+    from gptuner_core.routes import Route
 
 
-def check_settings(cfg: StudyConfig) -> None:
+class StudySettings(Protocol):
+    """The settings of a study these checks read: :class:`gptuner_core.config.StudyConfig` is one.
+    ``config.validate`` calls these checks, so naming the class here would make the two modules
+    one import circle."""
+
+    search: str
+    strategy_options: dict[str, Any]
+    warm_start: tuple[str, ...]
+    shapes: str | None
+    batch_axes: str | None
+    measure_shapes: tuple[str, ...]
+    gate_outputs: tuple[str, ...]
+    output_epsilons: dict[str, float]
+    task_output: str | None
+    ray: str | None
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def check_settings(cfg: StudySettings) -> None:
     """The checks of this module, in the order a user reads the flags."""
     check_output_names(cfg)
     check_strategy(cfg.search, cfg.strategy_options)
@@ -60,7 +82,7 @@ def check_defines(source: Path, name: str, what: str) -> None:
     raise ConfigError(msg)
 
 
-def check_output_names(cfg: StudyConfig) -> None:
+def check_output_names(cfg: StudySettings) -> None:
     """``--epsilon NAME=EPS``, ``--gate-outputs`` and ``--task-output`` name outputs: non-empty
     strings (whether the model has them is checked against the model before the study starts)."""
     named = [("--epsilon OUTPUT=EPS", n) for n in (cfg.output_epsilons or {})]
@@ -121,6 +143,24 @@ def check_warm_start(sources: Any, *, read: bool = True) -> None:
             raise ConfigError(msg)
 
 
+def checked_warm_start(config: StudySettings, space: Expression, db: KnobDatabase) -> list[Route]:
+    """:func:`warm_start_routes` of a study's ``--warm-start`` sources, each read first: an
+    unreadable source, or one tuned on other knobs (neither this knob database's
+    ``tuner_version`` nor this model family), is refused (ConfigError naming the flag). Here, not
+    in ``strategies.warm_start``: a strategy never imports the study's config, which imports
+    these checks, which import the strategies (that was one import circle)."""
+    if not config.warm_start:
+        return []
+    from gptuner_core.strategies.warm_start import check_sources
+    from gptuner_core.strategies.warm_start import model_family
+    from gptuner_core.strategies.warm_start import warm_start_routes
+
+    check_warm_start(config.warm_start)
+    family = model_family(config.to_json())
+    check_sources(config.warm_start, db, family)
+    return warm_start_routes(config.warm_start, space, db=db, model_family_name=family)
+
+
 def check_ray_address(address: Any) -> None:
     """``auto``, ``local``, ``HOST:PORT`` or ``ray://HOST[:PORT]`` (what ``ray.init`` parses)."""
     if address is None or address in ("auto", "local"):
@@ -140,7 +180,7 @@ def check_ray_address(address: Any) -> None:
         raise ConfigError(msg)
 
 
-def check_batch_rows(cfg: StudyConfig) -> None:
+def check_batch_rows(cfg: StudySettings) -> None:
     """A ``--shapes``/``--measure-shapes`` profile with 0 along an input's batch axis feeds no rows:
     nothing would be measured."""
     from gptuner_core.shapes import parse_batch_axes

@@ -172,8 +172,8 @@ def retune(
     backend = load_backend(cfg.backend, cfg.backend_options)
     specs = backend.input_specs(Path(cfg.model))
     db = backend.describe(Path(cfg.model))
+    from gptuner_core.config_checks import checked_warm_start
     from gptuner_core.expressions import Expression
-    from gptuner_core.strategies.warm_start import checked_warm_start
 
     checked_warm_start(cfg, Expression.parse(cfg.expression, db), db)  # before anything is written
     current = fp.compute(model=cfg.model, backend_name=cfg.backend, backend=backend, db=db, specs=specs,

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from collections.abc import Sequence
 
-    from gptuner_core.config import StudyConfig
     from gptuner_core.expressions import Expression
     from gptuner_core.knobs import KnobDatabase
 
@@ -81,20 +80,6 @@ def warm_start_routes(
         if len(out) >= top_n:
             break
     return out
-
-
-def checked_warm_start(config: StudyConfig, space: Expression, db: KnobDatabase) -> list[Route]:
-    """:func:`warm_start_routes` of a study's ``--warm-start`` sources, each read first: an
-    unreadable source, or one tuned on other knobs (neither this knob database's
-    ``tuner_version`` nor this model family), is refused (ConfigError naming the flag)."""
-    if not config.warm_start:
-        return []
-    from gptuner_core.config_checks import check_warm_start
-
-    check_warm_start(config.warm_start)
-    family = model_family(config.to_json())
-    check_sources(config.warm_start, db, family)
-    return warm_start_routes(config.warm_start, space, db=db, model_family_name=family)
 
 
 def check_sources(sources: Sequence[str], db: KnobDatabase, family: str) -> None:

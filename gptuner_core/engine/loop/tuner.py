@@ -253,8 +253,8 @@ class Tuner:
     def _plan_strategy(self) -> Strategy:
         """The strategy with its warm-start routes: built before a new study is written, so a bad
         option or an unreadable warm-start source is refused with nothing on disk."""
+        from gptuner_core.config_checks import checked_warm_start
         from gptuner_core.strategies import get_strategy
-        from gptuner_core.strategies.warm_start import checked_warm_start
 
         cfg = self.config
         self.warm = checked_warm_start(cfg, self.expr, self.db)
