@@ -2,8 +2,9 @@
 # gptuner's two commands. Each prepares everything it needs on a fresh Debian machine
 # (virtual environment, Python dependencies, Debian's chromium for browser tests), then runs.
 #   ./dev.sh dashboard   start the dashboard on http://127.0.0.1:8501
-#   ./dev.sh test        run the whole test suite (browser tests included), in 4 pytest-xdist
-#                        workers (GPTUNER_TEST_WORKERS=N to change; -n N or -n 0 given to it wins)
+#   ./dev.sh test        check the import contracts (lint-imports), then run the whole test suite
+#                        (browser tests included) in 4 pytest-xdist workers
+#                        (GPTUNER_TEST_WORKERS=N to change; -n N or -n 0 given to it wins)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -62,6 +63,9 @@ case "${1:-}" in
     shift
     setup_python
     setup_browser
+    # The package's layers, backends independent of strategies, no import circle
+    # (pyproject.toml's [tool.importlinter]; a few seconds): a new violation stops here.
+    "$VENV/bin/lint-imports" --no-cache
     # Much of the suite waits (on tuner processes, servers, browsers): 4 workers overlap that on
     # 2 cores. A test file is one unit of work, files sharing a real study one unit with it
     # (tests/conftest.py). A -n, --dist or -p no:xdist of the caller replaces these defaults.

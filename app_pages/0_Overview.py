@@ -8,10 +8,10 @@ from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.core import GptunerError
 from gptuner_core.dashboard.workspace import pending_launches
 from gptuner_core.dashboard.workspace import pid_alive
 from gptuner_core.dashboard.workspace import study_dirs
-from gptuner_core.errors import GptunerError
 
 
 ws = widgets.page_setup("Overview", "🧭")

@@ -9,13 +9,13 @@ from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.builder import expression_builder
+from gptuner_core.dashboard.core import GptunerError
+from gptuner_core.dashboard.core import KnobDatabase
+from gptuner_core.dashboard.core import diff_knob_databases
+from gptuner_core.dashboard.core import dry_run_lines
 from gptuner_core.dashboard.forms import parse_number
 from gptuner_core.dashboard.forms import strategy_counts_cached
 from gptuner_core.dashboard.workspace import bundled_samples
-from gptuner_core.errors import GptunerError
-from gptuner_core.expressions import dry_run_lines
-from gptuner_core.knobs import KnobDatabase
-from gptuner_core.knobs import diff_knob_databases
 
 
 ws = widgets.page_setup("Knob explorer", "🎛️")

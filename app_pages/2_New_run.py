@@ -7,15 +7,15 @@ import json
 
 import streamlit as st
 
-from gptuner_core.config import METRICS
-from gptuner_core.config import StudyConfig
 from gptuner_core.dashboard import forms
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import newrun
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.builder import expression_builder
-from gptuner_core.errors import GptunerError
+from gptuner_core.dashboard.core import METRICS
+from gptuner_core.dashboard.core import GptunerError
+from gptuner_core.dashboard.core import StudyConfig
 
 
 def start_tuner(fields: dict, study_dir, *, dry: bool = False) -> tuple[str, int | None]:

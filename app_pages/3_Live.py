@@ -11,11 +11,11 @@ from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.core import GptunerError
+from gptuner_core.dashboard.core import is_running
 from gptuner_core.dashboard.trust import code_references
 from gptuner_core.dashboard.workspace import pid_alive
 from gptuner_core.dashboard.workspace import study_dirs
-from gptuner_core.engine.process.launch import is_running
-from gptuner_core.errors import GptunerError
 from gptuner_core.views.explore import landing_figure
 
 

@@ -12,12 +12,12 @@ from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
+from gptuner_core.dashboard.core import recommended
 from gptuner_core.dashboard.inputs import parse_number
 from gptuner_core.dashboard.results import gate_caption
 from gptuner_core.dashboard.results import render_tabs
 from gptuner_core.dashboard.results import revalidation_hint
 from gptuner_core.dashboard.workspace import pid_alive
-from gptuner_core.records.verdict_text import recommended
 
 
 ws = widgets.page_setup("Results", "📊")

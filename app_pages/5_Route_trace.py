@@ -12,7 +12,7 @@ from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import trust
 from gptuner_core.dashboard import widgets
-from gptuner_core.errors import GptunerError
+from gptuner_core.dashboard.core import GptunerError
 
 
 ws = widgets.page_setup("Route trace", "🔎")

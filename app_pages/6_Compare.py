@@ -11,13 +11,13 @@ from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.compare import compare_studies
+from gptuner_core.dashboard.core import GptunerError
+from gptuner_core.dashboard.core import code_references
+from gptuner_core.dashboard.core import pairwise
+from gptuner_core.dashboard.core import pairwise_jobs
+from gptuner_core.dashboard.core import percent
+from gptuner_core.dashboard.core import stored_config
 from gptuner_core.dashboard.explain import render_layer_diff
-from gptuner_core.engine.decide import pairwise
-from gptuner_core.engine.decide import pairwise_jobs
-from gptuner_core.errors import GptunerError
-from gptuner_core.records.confidence import percent
-from gptuner_core.study_code import code_references
-from gptuner_core.study_code import stored_config
 from gptuner_core.views import compare as cmp_views
 from gptuner_core.views.picker import MAX_OPTIONS
 from gptuner_core.views.picker import candidate_choices

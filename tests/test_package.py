@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
+ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("onnxruntime", "torch", "tensorrt", "cuda", "optuna", "streamlit", "plotly", "pandas", "scipy", "ray")
 
 
@@ -35,8 +40,8 @@ def test_backend_registry_reports_reasons():
 
 
 def _module_imports() -> dict[str, set[str]]:
-    """Imports between gptuner_core modules, lazy ones inside functions included (a lazy import
-    loop is still a loop of responsibilities); ``TYPE_CHECKING`` blocks excluded."""
+    """Imports between gptuner_core modules, lazy ones inside functions and ``TYPE_CHECKING``
+    blocks included (a lazy or type-only import loop is still a loop of responsibilities)."""
     import ast
     from pathlib import Path
 
@@ -47,12 +52,8 @@ def _module_imports() -> dict[str, set[str]]:
     for path in root.rglob("*.py"):
         name = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
         deps: set[str] = set()
         for sub in ast.walk(tree):
-            if id(sub) in skip:
-                continue
             if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.startswith("gptuner_core"):
                 for alias in sub.names:  # `from pkg import module` depends on the module
                     full = f"{sub.module}.{alias.name}"
@@ -101,15 +102,46 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycle_inside_the_package():
-    """tuner, tuner_steps and remeasure used to import each other in a loop. A package whose
-    ``__init__`` re-exports its submodules, which import each other through the package, is
-    the one accepted shape (every member lies in that package)."""
-    bad = []
-    for comp in _cycles(_module_imports()):
-        root = min(comp, key=len)  # the package whose __init__ re-exports the others
-        if not all(m == root or m.startswith(root + ".") for m in comp) or root == "gptuner_core":
-            bad.append(comp)
-    assert not bad, bad
+    """No two modules import each other, directly or round about (issue 42: 7 circles, among them
+    knobs <-> routes and config -> config_checks -> strategies -> warm_start -> config). The same
+    rule as the ``no_cycles`` import-linter contract, without import-linter."""
+    assert _cycles(_module_imports()) == []
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of every gptuner_core import in a file, inside functions too."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gptuner_core"):
+            if node.module == "gptuner_core":  # `from gptuner_core import views`
+                out += [(node.lineno, f"gptuner_core.{a.name}") for a in node.names]
+            else:
+                out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.startswith("gptuner_core")]
+    return out
+
+
+def test_pages_import_only_the_dashboard_and_views():
+    """A page is a thin view: it imports gptuner_core.dashboard (whose ``core`` module holds the
+    engine names pages use) and gptuner_core.views, nothing else of the package (import-linter
+    only sees packages, and app_pages/ is not one)."""
+    allowed = ("gptuner_core.dashboard", "gptuner_core.views")
+    pages = sorted((ROOT / "app_pages").glob("*.py")) + [ROOT / "app.py"]
+    assert len(pages) > 5
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p in pages for line, mod in _imported_modules(p)
+           if not any(mod == a or mod.startswith(a + ".") for a in allowed)]
+    assert not bad, "\n".join(bad)
+
+
+def test_import_contracts_hold():
+    """``lint-imports`` (pyproject.toml's [tool.importlinter]: layers, backends independent of
+    strategies, no circle) passes; a new violation fails here and in ``./dev.sh test``."""
+    pytest.importorskip("importlinter", reason="import-linter is not installed (pip install -e '.[dev]')")
+    code = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    out = subprocess.run([sys.executable, "-c", code, "--no-cache"], capture_output=True, text=True,
+                         cwd=ROOT, check=False)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
 def test_no_module_over_400_lines():
