@@ -28,11 +28,21 @@ _MEMBERS = "|".join(ROOMS["loop"])
 # ``loop`` is a room and a module: engine.loop.tuner, ``engine.loop import loop_parts`` are new names
 _IN_LOOP_ROOM = re.compile(rf"(?:\.| import )(?:{_MEMBERS})\b")
 DOTTED = re.compile(rf"gptuner_core\.engine\.({_NAMES})\b(?!\.py)(?!/)")
-FROM = re.compile(rf"from gptuner_core\.engine import ({_NAMES})\b")
+FROM = re.compile(r"^([ \t]*)from gptuner_core\.engine import (\w+(?: as \w+)?(?:, *\w+(?: as \w+)?)*)[ \t]*$", re.M)
 SLASHED = re.compile(rf"gptuner_core/engine/({_NAMES})\.py\b")
 SHORT = re.compile(rf"(?<![\w./])engine\.({_NAMES})\b(?!\.py)(?!/)")
 SHORT_PATH = re.compile(rf"(?<![\w/])engine/({_NAMES})\.py\b")
 SUFFIXES = (".py", ".md", ".toml", ".sh", ".cfg", ".txt", ".yml", ".yaml", ".ini")
+
+
+def _from_rooms(m: re.Match[str]) -> str:
+    """``from gptuner_core.engine import recorded, tuner`` -> one import line per room."""
+    indent, names = m[1], [n.strip() for n in m[2].split(",")]
+    if not all(n.split(" as ")[0] in ROOM for n in names):
+        return m[0]
+    lines = dict.fromkeys(ROOM[n.split(" as ")[0]] for n in names)
+    return "\n".join(f"{indent}from gptuner_core.engine.{r} import "
+                     + ", ".join(n for n in names if ROOM[n.split(" as ")[0]] == r) for r in lines)
 
 
 def rewrite(text: str, *, short: bool) -> str:
@@ -43,7 +53,7 @@ def rewrite(text: str, *, short: bool) -> str:
         return fmt.format(room=ROOM[m[1]], mod=m[1])
 
     text = DOTTED.sub(lambda m: room(m, "gptuner_core.engine.{room}.{mod}"), text)
-    text = FROM.sub(lambda m: room(m, "from gptuner_core.engine.{room} import {mod}"), text)
+    text = FROM.sub(_from_rooms, text)
     text = SLASHED.sub(lambda m: room(m, "gptuner_core/engine/{room}/{mod}.py"), text)
     if short:
         text = SHORT.sub(lambda m: room(m, "engine.{room}.{mod}"), text)

@@ -173,7 +173,8 @@ def test_killed_worker_candidate_requeued_and_completed(cluster):
 
 SCRIPT = """
 import functools, sys
-from gptuner_core.engine.evaluate import recorded, tuner
+from gptuner_core.engine.evaluate import recorded
+from gptuner_core.engine.loop import tuner
 from gptuner_core.testing.slow_replay import SlowRecordedEvaluator
 recorded.RecordedEvaluator = SlowRecordedEvaluator
 from gptuner_core.cli import main
