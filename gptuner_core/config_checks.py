@@ -3,7 +3,9 @@ calls :func:`check_settings`): output names, the strategy and its options, warm-
 the Ray address and zero-row shapes. Each refusal is one line: what, expected, found.
 
 Checks that need the model or the dataset (outputs that exist, readable warm-start studies of the
-same knobs, calibration data) run in ``engine.loop.tuner.Tuner``'s plan, still before the first write.
+same knobs: :func:`checked_warm_start`, calibration data) run in ``engine.loop.tuner.Tuner``'s plan,
+still before the first write. These checks sit below the config and the strategies: they read the
+settings through :class:`StudySettings` and never import ``config``.
 """
 
 from __future__ import annotations

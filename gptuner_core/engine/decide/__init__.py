@@ -1,2 +1,2 @@
 """Deciding a winner: the verdict rules, ties, the finish (top-k re-validation), shape re-validation, pairwise.
-May import records, measurement, evaluate/ (rounds), files/ and process/; never the dashboard, views or CLI."""
+May import evaluate/ (rounds), files/, process/, loop's ETA and measuring device, and the layers below."""

@@ -1,2 +1,2 @@
-"""Measuring one route: the evaluators (isolated, in-process, recorded), re-validation rounds and their prefetch.
-May import backends, measurement, records, decide/verdict, files/, process/ and scale/; never loop/ or the CLI."""
+"""Measuring one route: the evaluators (isolated, recorded), re-validation rounds and their prefetch, seam types.
+May import decide/verdict, files/, process/, scale/ and the layers below the engine; never loop/ (lint-imports)."""
