@@ -6,6 +6,8 @@
 Dotted names (``gptuner_core.engine.tuner``), ``from gptuner_core.engine import verdict``, paths
 (``gptuner_core/engine/tuner.py``) and, in .py/.md files, short references (``engine.rounds``).
 Running it twice changes nothing the second time. Then ``ruff check --fix`` re-sorts the imports.
+A bare ``engine.loop`` is left alone (it names the room now). After merging issue 40's branch:
+take its side of the two conflicts (cli/replay.py, engine/decide/finish.py), run this, then ruff.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ ROOMS = {
 ROOM = {m: r for r, ms in ROOMS.items() for m in ms}
 _NAMES = "|".join(sorted(ROOM, key=len, reverse=True))
 _MEMBERS = "|".join(ROOMS["loop"])
-# ``loop`` is a room and a module: engine.loop.tuner, ``engine.loop import loop_parts`` are new names
-_IN_LOOP_ROOM = re.compile(rf"(?:\.| import )(?:{_MEMBERS})\b")
+# ``loop`` is a room and a module: only ``engine.loop.NAME`` / ``engine.loop import NAME`` with NAME
+# not a module of the room is the old module (engine.loop.run_loop); a bare engine.loop is the room
+_OLD_LOOP = re.compile(rf"(?:\.| import )(?!(?:{_MEMBERS})\b)\w")
 DOTTED = re.compile(rf"gptuner_core\.engine\.({_NAMES})\b(?!\.py)(?!/)")
 FROM = re.compile(r"^([ \t]*)from gptuner_core\.engine import (\w+(?: as \w+)?(?:, *\w+(?: as \w+)?)*)[ \t]*$", re.M)
 SLASHED = re.compile(rf"gptuner_core/engine/({_NAMES})\.py\b")
@@ -48,7 +51,7 @@ def _from_rooms(m: re.Match[str]) -> str:
 def rewrite(text: str, *, short: bool) -> str:
     """``text`` with every moved module's old name replaced by its room's."""
     def room(m: re.Match[str], fmt: str) -> str:
-        if m[1] == "loop" and _IN_LOOP_ROOM.match(m.string, m.end()):
+        if m[1] == "loop" and not _OLD_LOOP.match(m.string, m.end()):
             return m[0]
         return fmt.format(room=ROOM[m[1]], mod=m[1])
 
