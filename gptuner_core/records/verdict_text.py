@@ -41,6 +41,7 @@ class Winner(Protocol):
     tie: str
     busy_share: float | None
 
+
 NO_WINNER = "no winner: keeping the default"
 SCREENING = "screening (one process per route, not the verdict)"
 
