@@ -19,6 +19,11 @@ from gptuner_core.cli import main
 
 pytestmark = pytest.mark.slow
 
+#: the slowed model's extra branch: ~17x slower than the sample (issue 41 item 2). The default
+#: width (2048, ~5x) was once inconclusive beside two CPU hogs and 4 test workers; a regression
+#: many times the machine's noise makes "is it a regression" no timing question.
+SLOW_WIDTH = 4096
+
 
 def _gate(bundle: Path, model: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
     """A 50 % practical threshold: the 2 shared cores of the test machine give per-process
@@ -43,9 +48,9 @@ def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
 
 
 def test_slower_model_is_a_regression(bundle: Path, tmp_path: Path) -> None:
-    rc, res = _gate(bundle, slowed(tmp_path / "slow.onnx"), tmp_path)
+    rc, res = _gate(bundle, slowed(tmp_path / "slow.onnx", width=SLOW_WIDTH), tmp_path)
     assert rc == 1, res
-    assert res["decision"] == "regression" and res["ci"][0] > 1.0  # how much slower is a timing figure
+    assert res["decision"] == "regression" and res["ci"][0] > 1.5, res  # slower than the threshold
     assert res["accuracy"]["losses"]["logits"] < 1e-9  # the no-op branch keeps the outputs
     case = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase")
     assert case.find("failure").get("type") == "regression"
@@ -87,7 +92,7 @@ def test_usage_errors_exit_2(bundle: Path, tmp_path: Path, capsys: pytest.Captur
 def slow_study(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A one-route study of the slowed model: (model, study)."""
     tmp = tmp_path_factory.mktemp("slow")
-    slow = slowed(tmp / "slow.onnx")
+    slow = slowed(tmp / "slow.onnx", width=SLOW_WIDTH)
     study = tmp / "slow-study"
     assert main(["tune", str(slow), "--dataset", str(dataset), "--batch-size", "16", "--backend",
                  "onnxruntime", "--expr", ROUTE, "--epsilon", "1e-4", "--study", str(study), *measure_args(),
