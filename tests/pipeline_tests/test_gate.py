@@ -57,6 +57,42 @@ def test_slower_model_is_a_regression(bundle: Path, tmp_path: Path) -> None:
     assert "**regression**" in (tmp_path / "gate.md").read_text()
 
 
+def test_an_undecided_gate_on_a_busy_machine_says_so(bundle: Path, tmp_path: Path) -> None:
+    """Issue 41 item 4 on the gate: two CPU hogs beside its rounds, and a gate that cannot decide
+    in 2 rounds at 99.99 % confidence: the decision line says the machine was too busy, and what
+    to do, before the interval (not "run more rounds")."""
+    import subprocess
+
+    hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(2)]
+    try:
+        rc, res = _gate(bundle, SAMPLE, tmp_path, "--min-rounds", "2", "--max-rounds", "2",
+                        "--threshold", "0.01", "--confidence", "0.9999")
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert rc == 3 and res["decision"] == "inconclusive", res
+    assert res["message"].startswith("inconclusive: the machine was too busy to decide (other programs ran "
+                                     "during "), res["message"]
+    assert "close them and run the gate again" in res["message"]
+    assert res["busy_share"] > 0.2
+    assert "too busy" in (tmp_path / "gate.md").read_text()
+
+
+def test_a_busy_note_only_for_an_undecided_gate() -> None:
+    from gptuner_core.bundle.gate import Decision
+    from gptuner_core.bundle.gate import with_busy
+
+    undecided = (Decision.INCONCLUSIVE, "inconclusive: the interval neither rules out nor shows ...")
+    assert with_busy(*undecided, [True, True, False]) == (
+        "inconclusive: the machine was too busy to decide (other programs ran during 66.7% of the "
+        "measurements): close them and run the gate again; the interval neither rules out nor shows ...", 0.667)
+    assert with_busy(*undecided, [False] * 9 + [True]) == (undecided[1], None)  # 10 %: not busy
+    assert with_busy(*undecided, []) == (undecided[1], None)
+    decided = (Decision.REGRESSION, "regression: ...")
+    assert with_busy(*decided, [True, True]) == ("regression: ...", None)  # decided: nothing to add
+
+
 def test_accuracy_breaking_route_fails_with_the_reason(bundle: Path, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     rc, res = _gate(bundle, SAMPLE, tmp_path, "--route", f"{ROUTE} -quant:mode=dynamic")
