@@ -50,7 +50,9 @@ def test_unchanged_model_passes(bundle: Path, tmp_path: Path) -> None:
 def test_slower_model_is_a_regression(bundle: Path, tmp_path: Path) -> None:
     rc, res = _gate(bundle, slowed(tmp_path / "slow.onnx", width=SLOW_WIDTH), tmp_path)
     assert rc == 1, res
-    assert res["decision"] == "regression" and res["ci"][0] > 1.5, res  # slower than the threshold
+    # the decision's own rule: slower with confidence, by more than the threshold (the interval
+    # at load 18 was [1.026, 476.6] around 44x: its width is the machine's)
+    assert res["decision"] == "regression" and res["ci"][0] > 1.0 and res["ratio"] > 1.5, res
     assert res["accuracy"]["losses"]["logits"] < 1e-9  # the no-op branch keeps the outputs
     case = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase")
     assert case.find("failure").get("type") == "regression"
