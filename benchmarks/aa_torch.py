@@ -18,6 +18,13 @@ The device lock of the study's measuring device is held for the whole benchmark.
 is any winner. ``--time-budget`` stops starting new A/A studies once spent (the table says how
 many ran); ``--first-study`` numbers (and seeds) a continuation, so two runs add up to 20.
 
+Real effect (``--effect-expr``): the setup study screens the default and the one-off variants of
+an expression (``--search fast``), and the variant whose screening speed-up is nearest
+``--effect-target`` (1.10) is taken as route B; each study then screens the default and B in fresh
+processes and re-validates B against the default as above. "Decided faster" is a study naming B
+the winner; the table gives the effect really present (median of the studies' re-validated
+speed-ups), so the figure is read against the true speed-up, not the intended one.
+
     # the lent H200 (the bundled torch sample, batch 32); its image sets PYTHONDONTWRITEBYTECODE,
     # so without a bytecode cache every fresh process compiles torch's sources again (16.8 s
     # to import torch + Inductor there, 4.4 s from a cache):
@@ -55,9 +62,10 @@ def build_default(study: Path, args: argparse.Namespace) -> None:
 
     if (study / "study.sqlite").exists():
         return
+    expr, search = (args.effect_expr, "fast") if args.effect_expr else ("-torch:precision=fp32", "full")
     argv = [
         "tune", args.model, "--backend", "torch", "--backend-option", f"device={args.device}",
-        "--expr", "-torch:precision=fp32", "--search", "full", "--dataset", args.dataset,
+        "--expr", expr, "--search", search, "--dataset", args.dataset,
         "--batch-size", str(args.batch_size), "--metric", "cos", "--epsilon", "0.01",
         "--revalidate-top-k", "0", "--revalidate-rounds", str(args.rounds),
         "--study", str(study), "--quiet",
@@ -68,8 +76,9 @@ def build_default(study: Path, args: argparse.Namespace) -> None:
         raise SystemExit(f"setup study failed with exit code {code}")
 
 
-def open_study(study: Path):
-    """The study's settings, its default candidate and an evaluator over its folder."""
+def open_study(study: Path, effect_target: float | None = None):
+    """The study's settings, its default candidate, an evaluator over its folder and (with
+    ``effect_target``) the eligible variant whose screening speed-up is nearest it."""
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.evaluate.evaluator import study_evaluator
     from gptuner_core.engine.files.workspace import StudyWorkspace
@@ -79,13 +88,22 @@ def open_study(study: Path):
     with open_store(ws.root, readonly=True) as store:
         cfg = StudyConfig.from_json(store.config())
         default = store.candidate(0)
+        variants = [c for c in store.candidates() if c.number != 0 and c.eligible and c.speedup]
     if default is None or not default.eligible:
         raise SystemExit(f"the setup study's default route did not measure: {default}")
-    return cfg, default, study_evaluator(ws, cfg)
+    effect = None
+    if effect_target is not None:
+        for c in variants:
+            print(f"  variant #{c.number} {c.requested_route}: screened {c.speedup:.3f}x", flush=True)
+        if not variants:
+            raise SystemExit("no variant of --effect-expr built, measured and passed accuracy")
+        effect = min(variants, key=lambda c: abs(c.speedup - effect_target))
+    return cfg, default, study_evaluator(ws, cfg), effect
 
 
-def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
-    """Screen ``copies`` copies of the default in fresh processes, then the tuner's re-validation."""
+def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=None) -> dict:
+    """Screen ``copies`` copies of the default in fresh processes (or the default and the
+    ``effect`` route), then the tuner's re-validation."""
     from gptuner_core.engine.decide import verdict
     from gptuner_core.engine.decide.finish import revalidate_winner
     from gptuner_core.engine.evaluate.rounds import round_times
@@ -93,11 +111,12 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
 
     t0 = time.perf_counter()
     history = []
-    for number in range(copies):
-        res = evaluator.remeasure(default, f"aa/s{index:02d}/screen_{number:02d}")
+    routes = [default, effect] if effect is not None else [default] * copies
+    for number, route in enumerate(routes):
+        res = evaluator.remeasure(route, f"aa/s{index:02d}/screen_{number:02d}")
         if not res.ok or res.latency is None:
             raise SystemExit(f"A/A study {index}: copy #{number} did not measure: {res.error}")
-        rec = default.replace(number=number, state=CandidateState.COMPLETE, latency=res.latency,
+        rec = route.replace(number=number, state=CandidateState.COMPLETE, latency=res.latency,
                               samples_ms=res.samples_ms, speedup=None, speedup_ci=None)
         history.append(verdict.with_speedup(rec, history[0] if history else None))
     screen_s = time.perf_counter() - t0
@@ -108,6 +127,8 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int) -> dict:
         "study": index, "screen_speedups": screened, "verdict": won.verdict.value if won else "-",
         "winner": won.number if won is not None and won.significant else None,
         "claim": won.headline() if won is not None else "-", "rounds": won.rounds if won else 0,
+        # the re-validated estimate of route B against the default, winner or not
+        "speedup": (won.speedup if won.significant else won.best_speedup) if won is not None else None,
         "screen_s": screen_s, "wall_s": time.perf_counter() - t0,
         "round_times": round_times(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}"),
     }
@@ -188,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=12, help="re-validation round budget (12, the tuner's)")
     p.add_argument("--time-budget", type=float, default=None, help="seconds; no new study after")
     p.add_argument("--json", default=None, help="append one JSON line per study here")
+    p.add_argument("--effect-expr", default=None,
+                   help="real effect: screen the one-off variants of this expression, take the one "
+                        "nearest --effect-target as route B, re-validate B against the default")
+    p.add_argument("--effect-target", type=float, default=1.10, help="screening speed-up wanted (1.10)")
     p.add_argument("--background-builds", type=int, default=0,
                    help="builds kept running beside the measurements (overlap on: GPTUNER_OVERLAP=on)")
     args = p.parse_args(argv)
@@ -201,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]), flush=True)
     study = Path(args.dir) / "study"
     build_default(study, args)
-    cfg, default, evaluator = open_study(study)
+    cfg, default, evaluator, effect = open_study(study, args.effect_target if args.effect_expr else None)
+    if effect is not None:
+        args.copies = 2
+        print(f"route B: #{effect.number} {effect.requested_route} (screened {effect.speedup:.3f}x)")
     cfg = cfg.replace(revalidate_top_k=args.copies - 1, revalidate_rounds=args.rounds)
     device = measuring_device(cfg)
     lock = DeviceLock(measuring_devices(device), study=f"{study} (A/A benchmark)") if device else None
@@ -222,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.time_budget is not None and time.perf_counter() - t_start > args.time_budget:
                     print(f"(time budget of {args.time_budget:.0f} s spent: stopped before study {index})")
                     break
-                row = one_study(index, cfg, default, evaluator, store, args.copies)
+                row = one_study(index, cfg, default, evaluator, store, args.copies, effect)
                 rows.append(row)
                 screened = ", ".join(f"#{n} {s:.3f}x" for n, s in row["screen_speedups"].items() if n)
                 per_round = [r["total"] for r in row["round_times"]]
@@ -237,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     false = sum(r["winner"] is not None for r in rows)
     inconclusive = sum(r["verdict"] == "inconclusive" for r in rows)
     print()
+    if effect is not None:
+        import statistics
+
+        found = [r["speedup"] for r in rows if r["speedup"]]
+        present = f"{statistics.median(found):.3f}x" if found else "-"
+        print(f"real-effect studies: {len(rows)}; route B decided faster: {false} / {len(rows)}; "
+              f"inconclusive: {inconclusive} / {len(rows)}; effect present (median re-validated "
+              f"speed-up): {present}; mean {sum(r['wall_s'] for r in rows) / max(len(rows), 1):.1f} s "
+              f"per study; total {time.perf_counter() - t_start:.0f} s")
+        return 0
     print(f"A/A studies: {len(rows)}; false winners: {false} / {len(rows)}; inconclusive: "
           f"{inconclusive} / {len(rows)}; mean {sum(r['wall_s'] for r in rows) / max(len(rows), 1):.1f} s "
           f"per study; total {time.perf_counter() - t_start:.0f} s")

@@ -29,27 +29,42 @@ from gptuner_core.errors import DeviceBusyError
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: a "study": takes the devices, reports when, holds them for argv[3] seconds, releases, reports.
+#: a "study": takes the devices, reports when, holds them until the file argv[3] exists (the test
+#: says when: a hold of fixed seconds raced the other process's start on a busy machine, issue
+#: 41), releases, reports; each wait is reported when it happens
 STUDY = """
-import json, sys, time
+import json, os, sys, time
 from gptuner_core.device_lock import DeviceLock
 lock = DeviceLock(sys.argv[2].split(","), study=sys.argv[1])
 waits = []
-t0 = time.time()
-lock.acquire(on_wait=lambda w: waits.append(w.message))
+def on_wait(w):
+    waits.append(w.message)
+    print(json.dumps({"event": "waiting", "message": w.message}), flush=True)
+lock.acquire(on_wait=on_wait)
 print(json.dumps({"event": "acquired", "t": time.time(), "waits": waits}), flush=True)
-time.sleep(float(sys.argv[3]))
+end = time.monotonic() + 120
+while not os.path.exists(sys.argv[3]) and time.monotonic() < end:
+    time.sleep(0.02)
 t1 = time.time()
 lock.release()
 print(json.dumps({"event": "released", "t": t1}), flush=True)
 """
 
 
-def start(study: str, devices: str, hold_s: float, lock_dir: Path) -> subprocess.Popen:
+def start(study: str, devices: str, lock_dir: Path) -> tuple[subprocess.Popen, Path]:
+    """The study process and the file whose creation makes it release its devices."""
     env = dict(os.environ, GPTUNER_LOCK_DIR=str(lock_dir),
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-c", STUDY, study, devices, str(hold_s)],
+    release = lock_dir / f"release-{study.replace('/', '_')}"
+    proc = subprocess.Popen([sys.executable, "-c", STUDY, study, devices, str(release)],
                             stdout=subprocess.PIPE, text=True, env=env)
+    return proc, release
+
+
+def next_event(proc: subprocess.Popen) -> dict:
+    line = proc.stdout.readline()
+    assert line, f"the study process ended (exit {proc.wait(timeout=10)}) without another event"
+    return json.loads(line)
 
 
 def wait_for_holder(device: str, directory: Path, timeout: float = 20.0) -> LockHolder:
@@ -62,7 +77,8 @@ def wait_for_holder(device: str, directory: Path, timeout: float = 20.0) -> Lock
     raise AssertionError(f"nobody took {device} within {timeout} s")
 
 
-def events(proc: subprocess.Popen) -> list[dict]:
+def events(proc: subprocess.Popen, release: Path) -> list[dict]:
+    release.touch()
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     return [json.loads(line) for line in out.splitlines()]
@@ -71,13 +87,16 @@ def events(proc: subprocess.Popen) -> list[dict]:
 def test_second_study_waits_then_gets_the_device(tmp_path: Path) -> None:
     """Study B starts while A holds cpu0: B reports A's study and pid, acquires only after A
     released, and holds it afterwards."""
-    a = start("studies/A", "cpu0", 1.5, tmp_path)
+    a, release_a = start("studies/A", "cpu0", tmp_path)
     holder = wait_for_holder("cpu0", tmp_path)
     assert (holder.study, holder.pid) == ("studies/A", a.pid)
-    b = start("studies/B", "cpu0", 0.2, tmp_path)
-    ev_a, ev_b = events(a), events(b)
+    b, release_b = start("studies/B", "cpu0", tmp_path)
+    assert next_event(b)["event"] == "waiting"  # B is waiting on A: now A lets go
+    ev_a = events(a, release_a)
+    acquired_b = next_event(b)
+    ev_b = events(b, release_b)
     released_a = next(e["t"] for e in ev_a if e["event"] == "released")
-    acquired_b = next(e for e in ev_b if e["event"] == "acquired")
+    assert acquired_b["event"] == "acquired" and ev_b[-1]["event"] == "released"
     assert acquired_b["t"] >= released_a
     assert acquired_b["waits"] == [f"waiting for device cpu0, held by study studies/A since {time.strftime('%H:%M', time.localtime(holder.since))} (pid {a.pid})"]
     assert read_holder("cpu0", tmp_path) is None
@@ -95,7 +114,7 @@ def test_busy_names_the_holder_of_a_backend_device(tmp_path: Path) -> None:
 
 def test_overlapping_cpu_sets_wait_disjoint_ones_do_not(tmp_path: Path) -> None:
     """A holds cpu0+cpu1: a study on cpu1 waits, a study on cpu7 does not."""
-    a = start("A", "cpu0,cpu1", 1.5, tmp_path)
+    a, release_a = start("A", "cpu0,cpu1", tmp_path)
     wait_for_holder("cpu1", tmp_path)
     free = DeviceLock(["cpu7"], study="C", directory=tmp_path)
     assert free.acquire(timeout=0)
@@ -104,14 +123,14 @@ def test_overlapping_cpu_sets_wait_disjoint_ones_do_not(tmp_path: Path) -> None:
     assert not busy.acquire(timeout=0.2)
     assert set(busy.holders()) == {"cpu1"}
     assert read_holder("cpu2", tmp_path) is None  # all-or-nothing: cpu2 was not kept
-    events(a)
+    events(a, release_a)
     assert busy.acquire(timeout=5)
     busy.release()
 
 
 def test_a_killed_holder_never_blocks(tmp_path: Path) -> None:
     """SIGKILL the holder: its file and record remain, the device reads free and is taken at once."""
-    a = start("A", "gpu-test", 60, tmp_path)
+    a, _ = start("A", "gpu-test", tmp_path)
     wait_for_holder("gpu-test", tmp_path)
     os.kill(a.pid, signal.SIGKILL)
     a.wait(timeout=10)

@@ -88,6 +88,9 @@ class GateResult:
     method: str = ""
     notes: tuple[str, ...] = ()
     round_medians: dict[str, list[float | None]] = field(default_factory=dict)
+    #: an undecided gate on a busy machine: the share of its measurements other programs ran
+    #: beside (``None``: decided, or not too busy; see :func:`with_busy`)
+    busy_share: float | None = None
 
     @property
     def exit_code(self) -> int:
@@ -102,6 +105,7 @@ class GateResult:
             "rounds": self.rounds, "baseline_ms": self.baseline_ms, "candidate_ms": self.candidate_ms,
             "accuracy": self.accuracy, "mismatches": [list(m) for m in self.mismatches],
             "method": self.method, "notes": list(self.notes), "round_medians": self.round_medians,
+            "busy_share": self.busy_share,
         }
 
 
@@ -136,6 +140,23 @@ def decide(estimate: Any, verdict: str, threshold: float) -> tuple[Decision, str
     return Decision.INCONCLUSIVE, (
         f"inconclusive: the interval neither rules out nor shows a slow-down beyond {band} ({ci})"
     )
+
+
+def with_busy(decision: Decision, message: str, busy: list[bool]) -> tuple[str, float | None]:
+    """``message`` and the busy share for an INCONCLUSIVE gate whose measurements ran beside
+    other programs more than ``engine.decide.verdict.BUSY_SHARE`` of the time (``busy``: one flag per
+    measurement): the line then says so, and what to do, first (issue 41: more rounds are the
+    wrong advice there). Otherwise ``(message, None)``."""
+    from gptuner_core.engine.decide.verdict import BUSY_SHARE
+    from gptuner_core.records.verdict_text import busy_words
+
+    if decision is not Decision.INCONCLUSIVE or not busy:
+        return message, None
+    share = sum(busy) / len(busy)
+    if share <= BUSY_SHARE:
+        return message, None
+    rest = message.removeprefix("inconclusive: ")
+    return f"inconclusive: {busy_words(share, 'the gate')}; {rest}", round(share, 3)
 
 
 def gate_plan(settings: GateSettings) -> SequentialPlan:
@@ -193,9 +214,10 @@ def run_gate(
             return GateResult(decision=Decision.FAILED, mismatches=tuple(mismatches),
                               message=f"the candidate could not be built or run ({rec.state.value}): {rec.error}", **base)
         plan = gate_plan(settings)
+        busy: list[bool] = []
         try:
             res = revalidate_sequential(
-                [M.BASELINE], M.CANDIDATE, lambda n, r: M.measure_fresh(pair, n, r), plan,
+                [M.BASELINE], M.CANDIDATE, lambda n, r: M.measure_fresh(pair, n, r, busy), plan,
                 seed=settings.seed, on_round=on_round,
             )
         except GptunerError as exc:
@@ -205,6 +227,7 @@ def run_gate(
     decision, message = decide(contender.estimate, res.verdict.value, settings.threshold)
     if contender.status == "failed":
         decision, message = Decision.INCONCLUSIVE, f"inconclusive: the baseline could not be measured ({contender.error})"
+    message, busy_share = with_busy(decision, message, busy)
     est = contender.estimate
     medians = {("candidate" if k == M.CANDIDATE else "baseline"): list(v) for k, v in res.round_medians.items()}
     return GateResult(
@@ -213,7 +236,7 @@ def run_gate(
         rounds=res.rounds, accuracy=accuracy, mismatches=tuple(mismatches), method=res.message,
         baseline_ms=_median([m for m in medians.get("baseline", []) if m is not None]),
         candidate_ms=_median([m for m in medians.get("candidate", []) if m is not None]),
-        notes=_notes(bundle, artifact), round_medians=medians, **{**base, "confidence": est.confidence if est else settings.confidence},
+        notes=_notes(bundle, artifact), round_medians=medians, busy_share=busy_share, **{**base, "confidence": est.confidence if est else settings.confidence},
     )
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gptuner_core.engine.evaluate.rounds import round_samples
+from gptuner_core.engine.evaluate.rounds import checked_samples
+from gptuner_core.engine.evaluate.rounds import measure_round
 from gptuner_core.errors import BundleError
 
 
@@ -181,10 +182,14 @@ def prepare(
                     candidate_eval=cand_eval, baseline_eval=base_eval)
 
 
-def measure_fresh(pair: GatePair, number: int, round_index: int) -> list[float]:
+def measure_fresh(pair: GatePair, number: int, round_index: int, busy: list[bool] | None = None) -> list[float]:
     """One measurement of the candidate or the baseline in a fresh process (``run_isolated``
-    with the ``remeasure`` child target, through the evaluator)."""
+    with the ``remeasure`` child target, through the evaluator); ``busy`` collects whether other
+    programs ran beside it (its telemetry's ``busy``)."""
     rec, ev = (pair.candidate, pair.candidate_eval) if number == CANDIDATE else (pair.baseline, pair.baseline_eval)
     who = "candidate" if number == CANDIDATE else "baseline"
     purpose = f"rounds/r{round_index}_{who}"
-    return round_samples(ev, rec, purpose, f"the {who}", see=ev.ctx.workspace.root / purpose)
+    res = measure_round(ev, rec, purpose)
+    if busy is not None and res.ok:
+        busy.append(bool(res.telemetry.get("busy")))
+    return checked_samples(res, rec, purpose, f"the {who}", see=ev.ctx.workspace.root / purpose)

@@ -84,15 +84,22 @@ def signed_rank_k(n: int, alpha: float) -> int:
     return k
 
 
-def _t_interval(logs: np.ndarray, alpha: float) -> LogInterval:
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(q: float, df: int) -> float:
+    """Student's t quantile; cached: a study asks the same few (look's alpha, rounds) pairs at
+    every look and contender, and ``scipy.stats.t.ppf`` was half of a re-validation's CPU time."""
     from scipy.stats import t as student_t
 
+    return float(student_t.ppf(q, df))
+
+
+def _t_interval(logs: np.ndarray, alpha: float) -> LogInterval:
     centre = float(np.mean(logs))
     n = logs.size
     sd = float(np.std(logs, ddof=1))
     if sd == 0.0:
         return LogInterval(centre=centre, low=centre, high=centre, method="t")
-    half = float(student_t.ppf(1.0 - alpha / 2.0, n - 1)) * sd / math.sqrt(n)
+    half = _t_quantile(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n)
     return LogInterval(centre=centre, low=centre - half, high=centre + half, method="t")
 
 

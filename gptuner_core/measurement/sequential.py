@@ -72,13 +72,20 @@ def _projected(n: int, iv: LogInterval, threshold: float) -> int | None:
     return max(n + 1, math.ceil(n * (half / gap) ** 2))
 
 
+#: beyond this log-ratio a bound is not a float: a few rounds at a very high confidence
+#: (``gate --confidence 0.9999 --max-rounds 2``) gave e^900, and ``math.exp`` raised
+#: OverflowError through the CLI
+_MAX_LOG = math.log(1e300)
+
+
 def _estimate(iv: LogInterval, n: int, alpha: float) -> SpeedupEstimate:
+    unbounded = any(b is not None and abs(b) > _MAX_LOG for b in (iv.low, iv.high))
     return SpeedupEstimate(
-        point=math.exp(iv.centre),
-        low=None if iv.low is None else math.exp(iv.low),
-        high=None if iv.high is None else math.exp(iv.high),
+        point=math.exp(max(-_MAX_LOG, min(iv.centre, _MAX_LOG))),
+        low=None if iv.low is None or unbounded else math.exp(iv.low),
+        high=None if iv.high is None or unbounded else math.exp(iv.high),
         confidence=1.0 - alpha, method=METHOD_TEXT[iv.method], n_default=n, n_candidate=n,
-        note=iv.note,
+        note=f"no finite interval at {1.0 - alpha:.4%} confidence after {n} rounds" if unbounded else iv.note,
     )
 
 

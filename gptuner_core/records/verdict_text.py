@@ -88,8 +88,14 @@ def reason(w: Winner) -> str:
 def too_busy(w: Winner) -> str:
     """``the machine was too busy to decide (...): close them and run it again`` (see
     ``engine.decide.verdict.too_busy``)."""
-    return (f"the machine was too busy to decide (other programs ran during "
-            f"{_pct(w.busy_share or 0.0)} of the measurements): close them and run it again")
+    return busy_words(w.busy_share or 0.0)
+
+
+def busy_words(share: float, what: str = "it") -> str:
+    """What an undecided comparison on a busy machine says first: other programs ran beside
+    ``share`` of its measurements, so close them and run ``what`` (the study, the gate) again."""
+    return (f"the machine was too busy to decide (other programs ran during {_pct(share)} of the "
+            f"measurements): close them and run {what} again")
 
 
 def headline(w: Winner) -> str:

@@ -113,10 +113,11 @@ class TestChildOutcomes:
         # the build limit; either way the hang is a timed-out state naming the phase it was in
         seen = out.phase if out.phase == "start" and phase == "build" else phase
         assert out.status == "timed_out" and out.phase == seen
-        if seen == phase:
-            assert out.error == f"{phase} phase exceeded its timeout of {limits[phase]:g} s"
         assert out.exit_code == -signal.SIGKILL
-        assert limits[phase] <= out.phase_times[phase] < limits[phase] + 5
+        if seen == phase:  # (at load 18 the start outlasted the build limit: no build time then)
+            assert out.error == f"{phase} phase exceeded its timeout of {limits[phase]:g} s"
+            # never before its limit; "soon after" is the machine's (the watchdog's poll on a busy machine)
+            assert limits[phase] <= out.phase_times[phase] < limits[phase] + 30
 
     def test_python_and_native_output_go_to_the_log(self, tmp_path, method):
         out = _child(tmp_path, "output", method)

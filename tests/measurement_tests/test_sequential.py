@@ -408,3 +408,19 @@ class TestTiedFinalists:
     def test_the_tie_survives_the_store(self) -> None:
         res = revalidate_sequential([1, 2], 0, processes(self.TIE, 0.05, 3), SequentialPlan(), seed=3)
         assert SequentialResult.from_json(json.loads(json.dumps(res.to_json()))).tied == res.tied
+
+
+def test_a_very_high_confidence_after_two_rounds_gives_no_bound_not_an_overflow():
+    """``gate --confidence 0.9999 --max-rounds 2`` raised OverflowError (math.exp of a log bound
+    near 900) through the CLI: the estimate now has no finite interval, and says so."""
+    from gptuner_core.measurement import SequentialPlan
+    from gptuner_core.measurement import revalidate_sequential
+
+    noisy = {0: [1.0, 3.0], 1: [2.9, 1.1]}
+    res = revalidate_sequential(
+        [1], 0, lambda n, r: [noisy[n][r]] * 5,
+        SequentialPlan(min_effect=0.01, confidence=0.9999, min_rounds=2, max_rounds=2, winner_floor=0.0),
+    )
+    est = res.contenders[0].estimate
+    assert res.verdict.value == "inconclusive"
+    assert est.low is None and est.high is None and "no finite interval" in est.note

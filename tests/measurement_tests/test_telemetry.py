@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -80,20 +82,33 @@ def test_cpu_telemetry_fields() -> None:
     assert t["busy_processes"] >= 0 and isinstance(t["busy"], bool)
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def test_a_busy_neighbour_is_detected() -> None:
-    """A real process spinning one core during the window marks it busy and is named."""
-    spin = "import time\nend = time.monotonic() + 1.5\nwhile time.monotonic() < end: pass"
-    proc = subprocess.Popen([sys.executable, "-c", spin])
+    """A real process spinning during the window counts towards the other cores and is named
+    among the busiest. What it gets of a core is the machine's business (at load 18 a spinner got
+    too little to be named among five busier ones, issue 41), so the test reads the spinner's own
+    CPU time over the same window and asserts what must hold for that share."""
+    spin = "import sys\nprint('spinning', flush=True)\nwhile True: pass"
+    proc = subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.4)  # let it start spinning
+        assert proc.stdout.readline().strip() == "spinning"
+        t0, c0 = time.monotonic(), _cpu_seconds(proc.pid)
         sampler = CpuSampler()
-        time.sleep(0.4)
+        time.sleep(0.5)
         reading = sampler.read()
+        spun = (_cpu_seconds(proc.pid) - c0) / (time.monotonic() - t0)  # cores it used
     finally:
+        proc.kill()
         proc.wait(5)
-    assert reading["other_cpu_cores"] > 0.5
-    assert reading["busy"] is True
-    assert any(p["pid"] == proc.pid for p in reading["top_processes"])
+    assert reading["other_cpu_cores"] >= spun - 0.1
+    assert reading["busy"] is (reading["other_cpu_cores"] > 0.25)
+    named = {p["pid"]: p["cores"] for p in reading["top_processes"]}
+    if spun > 0.2:  # clearly beyond the 0.1-core share that names a process
+        assert proc.pid in named or (len(named) == 5 and min(named.values()) >= spun - 0.1), (spun, named)
 
 
 def test_window_telemetry_merges_and_flags() -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.decide.ties import TieOrder
     from gptuner_core.engine.evaluate.protocol import Evaluator
     from gptuner_core.measurement import SequentialPlan
     from gptuner_core.measurement import SequentialResult
@@ -65,6 +66,9 @@ def revalidate_shapes(
             cache[key] = res.shapes
         return cache[key]
 
+    from gptuner_core.engine.decide.ties import TieOrder
+
+    ties = TieOrder.of(history)  # the order that names one of tied finalists, both objectives
     numbers = [r.number for r in top]
     rounds_cb = (lambda done, total, _undecided: on_round(done, total)) if on_round else None
     if goal.kind == "weighted":
@@ -74,9 +78,6 @@ def revalidate_shapes(
             medians = np.array([np.median(s.samples_ms) for s in fresh(number, round_index)])
             return [float(medians @ w)]
 
-        from gptuner_core.engine.decide.ties import TieOrder
-
-        ties = TieOrder.of(history)
         result = revalidate_sequential(numbers, 0, mix, plan, seed=cfg.seed, on_round=rounds_cb,
                                        prefer=ties.key)
         win = verdict.from_sequential(result, ties)
@@ -90,16 +91,23 @@ def revalidate_shapes(
 
         per_shape.append(revalidate_sequential(
             numbers, 0, one, dataclasses.replace(plan, stop_at_winner=False), seed=cfg.seed,
-            on_round=rounds_cb,
+            on_round=rounds_cb, prefer=ties.key,
         ))
     payload = {"objective": goal.text(), "shapes": labels,
                "per_shape": [r.to_json() for r in per_shape]}
-    return minimax_winner(numbers, labels, per_shape), payload
+    return minimax_winner(numbers, labels, per_shape, ties), payload
 
 
-def minimax_winner(numbers: list[int], labels: list[str], per_shape: list[SequentialResult]) -> Winner:
+def minimax_winner(numbers: list[int], labels: list[str], per_shape: list[SequentialResult],
+                   ties: TieOrder | None = None) -> Winner:
     """A winner at every shape wins (the one whose worst shape is fastest); else not faster
-    when every contender is shown not faster (or failed) at some shape; else inconclusive."""
+    when every contender is shown not faster (or failed) at some shape; else inconclusive.
+
+    Winners at every shape that the rounds separate at no shape from the fastest (each shape's
+    tie group holds both) tie: the route named among them is the first in ``ties``'s order
+    (issue 38: the larger noisy minimax point named either twin), and the verdict says so."""
+    from gptuner_core.engine.decide.ties import TieOrder
+
     def worst(c: int) -> tuple[float, tuple[float, float] | None]:
         ests = [r.contender(c).estimate for r in per_shape]
         point = min(e.point for e in ests if e is not None) if all(ests) else 0.0
@@ -123,11 +131,17 @@ def minimax_winner(numbers: list[int], labels: list[str], per_shape: list[Sequen
     best_point, best_ci = worst(best) if best is not None else (None, None)
     common = dict(best=best, best_speedup=best_point, best_ci=best_ci, rounds=rounds, method=method)
     if winners:
-        chosen = max(winners, key=lambda c: (worst(c)[0], -c))
+        fastest = max(winners, key=lambda c: (worst(c)[0], -c))
+        groups = [{r.winner, *r.tied} for r in per_shape]
+        group = [c for c in winners if c == fastest or all({c, fastest} <= g for g in groups)]
+        order = ties or TieOrder({})
+        chosen = min(group, key=lambda c: (order.key(c), c))
+        tied = tuple(sorted(c for c in group if c != chosen))
+        tie = order.reason(chosen, tied, per_shape[0].plan.min_effect)
         point, ci = worst(chosen)
         return Winner(verdict=Verdict.WINNER, number=chosen, speedup=point, ci=ci, message=(
             f"route #{chosen} is faster at every shape ({detail(chosen)}); minimax {point:.3f}x"
-        ), **{**common, "best": chosen, "best_speedup": point, "best_ci": ci})
+        ), tied=tied, tie=tie, **{**common, "best": chosen, "best_speedup": point, "best_ci": ci})
     shown_slower = all(
         any(r.contender(c).status in ("not_faster", "failed") for r in per_shape) for c in numbers
     )

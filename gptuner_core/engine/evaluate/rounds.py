@@ -115,7 +115,13 @@ def round_samples(
     """The samples of :func:`measure_round`; a failed or empty measurement raises
     ``BackendError("re-measurement of <who> failed (<cause>; see <purpose>/log.txt)")``
     (``see``: the folder to name instead of ``purpose``)."""
-    res = measure_round(evaluator, record, purpose)
+    return checked_samples(measure_round(evaluator, record, purpose), record, purpose, who, see=see)
+
+
+def checked_samples(res: ChildResult, record: CandidateRecord, purpose: str, who: str, *,
+                    see: object = None) -> list[float]:
+    """The samples of a round's result ``res`` for ``record``, or the ``BackendError`` of
+    :func:`round_samples` (failed, empty, or another build than the screened one)."""
     if not res.ok or not res.samples_ms:
         msg = f"re-measurement of {who} failed ({res.error or 'no samples'}; see {see or purpose}/log.txt)"
         raise BackendError(msg)

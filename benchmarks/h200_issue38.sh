@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 38's H200 runs, one stage per device call (each fits the device's 10-minute call):
+#   benchmarks/h200_issue38.sh aa      10 A/A studies on ResNet-50 b32, 3 background builds (item 4)
+#   benchmarks/h200_issue38.sh effect  10 studies of a route about 10 % faster on ResNet-50 (item 4)
+#   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
+# Output (tables, JSON lines) goes to $OUT (default /tmp/h200_out). Each stage stops starting new
+# studies after BUDGET seconds (default 480).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=/tmp/pyc PYTHONPATH=$PWD PYTHONUNBUFFERED=1 GPTUNER_LOCK_DIR=/tmp/locks
+export GPTUNER_START_METHOD=auto GPTUNER_OVERLAP=on
+OUT=${OUT:-/tmp/h200_out}; BUDGET=${BUDGET:-480}; W=/tmp/h200_issue38
+mkdir -p "$OUT" "$W"
+PY=${PY:-python3}
+MODEL="$PWD/benchmarks/torchvision_models.py:resnet50"
+DATA="$W/resnet50.npz"
+[ -f "$DATA" ] || $PY -c "import sys; sys.path.insert(0, 'benchmarks'); import torchvision_models as m; m.write_dataset('$DATA', 'resnet50')"
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu_$1.csv" 2>&1 || true
+case "$1" in
+  aa)
+    $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/aa" --model "$MODEL" --dataset "$DATA" \
+      --batch-size 32 --copies 2 --rounds 4 --repeats 10 --background-builds 3 \
+      --time-budget "$BUDGET" --json "$OUT/aa.jsonl" 2>&1 | tee "$OUT/aa.txt" ;;
+  effect)
+    $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/effect" --model "$MODEL" --dataset "$DATA" \
+      --batch-size 32 --rounds 4 --repeats 10 --background-builds 3 \
+      --effect-expr "-torch:precision=fp32 -inductor:freezing=[on] -inductor:layout_optimization=[off] -inductor:epilogue_fusion=[off] -inductor:shape_padding=[off] -torch:mode=[reduce-overhead]" \
+      --time-budget "$BUDGET" --json "$OUT/effect.jsonl" 2>&1 | tee "$OUT/effect.txt" ;;
+  studies)
+    $PY benchmarks/gpu_study.py --dir "$W/gs" --build-workers 7 --json "$OUT/gs.jsonl" \
+      --plan "${PLAN:-resnet50:new,vit_b_16:new,convnext_tiny:new}" 2>&1 | tee "$OUT/gs.txt" ;;
+  *) echo "usage: $0 aa|effect|studies" >&2; exit 2 ;;
+esac
