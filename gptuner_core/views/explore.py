@@ -64,11 +64,19 @@ class ParallelInfo:
     measured: int  # candidates with a latency (lines drawn: len(numbers))
 
 
-def _axis_title(label: str) -> str:
-    """A knob's name on two lines after its namespace (``-ort:<br>graph_optimization_level``),
-    so neighbouring axes' titles do not run into each other."""
+def _axis_title(label: str, width: int = 14) -> str:
+    """A knob's name broken after its namespace and between words of at most about ``width``
+    characters a line (``-inductor:<br>coordinate_<br>descent_tuning``), so neighbouring axes'
+    titles do not run into each other."""
     head, sep, tail = label.rpartition(":")
-    return f"{head}{sep}<br>{tail}" if sep else label
+    lines, line = [], ""
+    for word in tail.replace("_", "_\n").replace(".", ".\n").split("\n"):
+        if line and len(line) + len(word) > width:
+            lines.append(line)
+            line = ""
+        line += word
+    lines.append(line)
+    return (f"{head}{sep}<br>" if sep else "") + "<br>".join(lines)
 
 
 def _spaced(n: int) -> list[float]:
@@ -165,6 +173,8 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
         for at, text in axis.ticks:
             fig.add_annotation(x=i, y=at, text=text, showarrow=False, xanchor="right", xshift=-4,
                                font={"size": 10}, bgcolor="rgba(255,255,255,0.7)")
+    # room on the left for the first axis's values, written to its left
+    left = min(240, max(80, 12 + 6 * max((len(t) for _, t in info.axes[0].ticks), default=0)))
     shown = f"{len(info.numbers):,} of {info.measured:,} measured" \
         if len(info.numbers) < info.measured else f"{len(info.numbers):,} measured"
     if mark.any():
@@ -172,7 +182,7 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
     fig.update_layout(
         title=f"Parallel coordinates ({shown} candidates)", height=460, template="none",
         paper_bgcolor="white", plot_bgcolor="white", font={"family": "sans-serif", "size": 12},
-        margin={"l": 80, "r": 60, "t": 60, "b": 50}, hovermode="closest",
+        margin={"l": left, "r": 60, "t": 60, "b": 70}, hovermode="closest",
         xaxis={"tickvals": list(range(k)), "ticktext": [_axis_title(a.label) for a in info.axes],
                "tickangle": 0, "tickfont": {"size": 11}, "showgrid": False, "zeroline": False,
                "range": [-0.6, k - 0.6], "fixedrange": True},
