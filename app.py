@@ -1,4 +1,4 @@
-"""gptuner dashboard entry point: the page list (``streamlit run app.py``).
+"""gptuner dashboard entry point: the page list (``streamlit run serve.py`` serves it; see there).
 
 Pages only render what ``gptuner_core`` computes; see ``app_pages/``. Long work never runs here: New run
 starts the tuner as a detached process and Live polls the study store.
@@ -13,19 +13,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from gptuner_core.dashboard import page_urls
+
 
 PAGES = [
-    st.Page("app_pages/0_Overview.py", title="Overview", icon=":material/dashboard:", default=True,
-            url_path="home"),
-    st.Page("app_pages/1_Knob_explorer.py", title="Knob explorer", icon=":material/tune:"),
-    st.Page("app_pages/2_New_run.py", title="New run", icon=":material/rocket_launch:"),
-    st.Page("app_pages/3_Live.py", title="Live", icon=":material/monitoring:"),
-    st.Page("app_pages/4_Results.py", title="Results", icon=":material/insights:"),
-    st.Page("app_pages/5_Route_trace.py", title="Route trace", icon=":material/route:"),
-    st.Page("app_pages/6_Compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("app_pages/7_Explain.py", title="Explain", icon=":material/explore:"),
+    st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=i == 0)
+    for i, p in enumerate(page_urls.PAGES)
 ]
-
 
 
 def _overview_by_name() -> None:
@@ -33,7 +27,7 @@ def _overview_by_name() -> None:
 
 
 # the default page is served at "/" only: /Overview leads there too (no "Page not found")
-OVERVIEW_URL = st.Page(_overview_by_name, title="Overview", url_path="Overview",
+OVERVIEW_URL = st.Page(_overview_by_name, title="Overview", url_path=page_urls.OVERVIEW_URL_PATH,
                        visibility="hidden")
 
 # a page icon before the navigation: without one, the browser tab's icon is the current page's

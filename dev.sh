@@ -56,7 +56,7 @@ case "${1:-}" in
     # the pages live in app_pages/: a pages/ folder left by an older checkout (git keeps its
     # ignored __pycache__) would make Streamlit treat the app as a legacy multipage app
     if [ -d pages ] && [ -z "$(find pages -name '*.py' -print -quit)" ]; then rm -rf pages; fi
-    exec "$VENV/bin/python" -m streamlit run app.py \
+    exec "$VENV/bin/python" -m streamlit run serve.py \
       --server.address 127.0.0.1 --server.port "${PORT:-8501}" --server.headless true
     ;;
   test)

@@ -3,7 +3,9 @@ side by side with another checkout (today's code) in one run.
 
 Targets (issue 26; a page switch = from the click to the last element rendered): any page ≤ 1.5 s
 on a workspace of 20 studies of 1,000 candidates (``--sizes 1000 --companions 19``), Results
-≤ 1 s at 10,000 candidates and ≤ 3 s at 100,000.
+≤ 1 s at 10,000 candidates and ≤ 3 s at 100,000. Issue 39: the same with two CPU hogs
+(``--hogs 2``), and the Contour and Parallel coordinates views ≤ 2 s (``--views``: each picked
+on Results from the first view, the click to the last DOM change).
 
 For every size one workspace holds one synthetic study (written through the real SQLite store,
 ``gptuner_core.testing.synthetic_study``; ``--studies DIR`` keeps them between runs). Two real
@@ -32,7 +34,8 @@ plotly bundle); then each figure is the median of ``--reps`` visits.
     mkdir /tmp/base && git archive main | tar -x -C /tmp/base
     .venv/bin/python benchmarks/dashboard_browser.py --base /tmp/base [--sizes 1000,10000,100000]
 
-(``--pages Results,Overview`` times only those pages.) On a shared, loaded machine the figures
+(``--pages Results,Overview`` times only those pages; ``--rounds 2`` alternates the checkouts
+twice, so a change of the machine's load falls on both.) On a shared, loaded machine the figures
 are upper bounds; quote the load average and compare the two checkouts of the same run.
 """
 
@@ -62,6 +65,7 @@ PAGES = {
     "Explain": ("Explain", "Explain", "Explain"),
 }
 FLOOR = {"Floor": ("", "", "Floor")}
+VIEWS_FROM = "Accuracy vs latency"  # the Results view each timed view is picked from
 OBSERVER_JS = """
 window.__gtLast = performance.now();
 new MutationObserver(() => { window.__gtLast = performance.now(); })
@@ -89,7 +93,12 @@ DONE_JS = """([title, quietMs]) => {
 }"""
 
 
-def target_for(n: int) -> float:
+VIEW_TARGET = 2.0  # a Results view picked from the button row (issue 39 item 6: Contour, parcoords)
+
+
+def target_for(n: int, name: str = "") -> float:
+    if name.startswith("Results/"):
+        return VIEW_TARGET
     return next((t for size, t in sorted(TARGETS.items()) if n <= size), 5.0)
 
 
@@ -136,6 +145,34 @@ def time_floor(browser, tmp: Path, args) -> float:
     return statistics.median(times)
 
 
+def time_view(tab, view: str, timeout_ms: int, quiet_ms: int) -> float:
+    """A Results view picked from its button row: the click to the last DOM change."""
+    button = tab.locator('[data-testid="stButtonGroup"] button').filter(has_text=view).first
+    t0 = float(tab.evaluate("() => performance.now()"))
+    button.click()
+    return (_done(tab, "Results", timeout_ms, quiet_ms) - t0) / 1000.0
+
+
+def _visit_views(tab, url: str, views: list[str], args, label: str, n: int, rows: list) -> None:
+    """Each Results view in ``views`` picked after the first view (its figure drawn fresh)."""
+    timeout, quiet = int(args.timeout * 1000), int(args.quiet)
+    tab.goto(f"{url}/Results?study=scale", wait_until="commit")
+    _done(tab, "Results", timeout, quiet)
+    for view in views:
+        try:
+            time_view(tab, view, timeout, quiet)  # warm: the figure built once per revision
+            times = []
+            for _ in range(args.reps):
+                time_view(tab, VIEWS_FROM, timeout, quiet)
+                times.append(time_view(tab, view, timeout, quiet))
+        except Exception as exc:  # noqa: BLE001 - report, continue
+            print(f"[{n:,}] {label:5} {view:14} view failed: {type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0][:120]}", flush=True)
+            times = [float("nan")]
+        rows.append((n, f"Results/{view}", "switch", label, times))
+        print(f"[{n:,}] {label:5} {view:14} view   {statistics.median(times):6.2f} s", flush=True)
+
+
 def _visit_all(context, url: str, pages: list[str], args, label: str, n: int, rows: list) -> None:
     timeout, quiet = int(args.timeout * 1000), int(args.quiet)
     for name in pages:  # warm the server: imports, caches of this store revision
@@ -158,17 +195,19 @@ def _visit_all(context, url: str, pages: list[str], args, label: str, n: int, ro
                         other = "Live" if name == "Overview" else "Overview"
                         time_switch(tab, other, timeout, quiet)
                         times.append(time_switch(tab, name, timeout, quiet))
-                med = statistics.median(times)
             except Exception as exc:  # noqa: BLE001 - report, continue
                 print(f"[{n:,}] {label:5} {name:14} {kind} failed: {type(exc).__name__}: "
                       f"{str(exc).splitlines()[0][:120]}", flush=True)
-                med = float("nan")
+                times = [float("nan")]
                 tab.close()
                 tab = context.new_page()
                 tab.goto(f"{url}/?study=scale", wait_until="commit")
                 _done(tab, "Overview", timeout, quiet)
-            rows.append((n, name, kind, label, med))
-            print(f"[{n:,}] {label:5} {name:14} {kind:6} {med:6.2f} s", flush=True)
+            rows.append((n, name, kind, label, times))
+            print(f"[{n:,}] {label:5} {name:14} {kind:6} {statistics.median(times):6.2f} s",
+                  flush=True)
+    if args.views:
+        _visit_views(tab, url, [v for v in args.views.split(",") if v], args, label, n, rows)
     tab.close()
 
 
@@ -184,10 +223,18 @@ def main() -> int:
     parser.add_argument("--companions", type=int, default=0,
                         help="more studies of 1,000 candidates beside the timed one in each "
                              "workspace (issue 26: 19, a workspace of 20 studies)")
+    parser.add_argument("--views", default="",
+                        help="Results views to time too, e.g. 'Contour,Parallel coordinates'")
+    parser.add_argument("--hogs", type=int, default=0,
+                        help="CPU-bound processes spinning while the pages are timed (issue 39: 2)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="visit every checkout this many times, alternating (new, today, new, "
+                             "...), so a change of the machine's load falls on both")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
 
+    from benchmarks._load import competing_load
     from gptuner_core.testing.dashboard_server import CHROMIUM
     from gptuner_core.testing.dashboard_server import CHROMIUM_ARGS
     from gptuner_core.testing.dashboard_server import dashboard_server
@@ -202,7 +249,7 @@ def main() -> int:
     checkouts = {"new": ROOT} | ({"today": args.base.resolve()} if args.base else {})
     rows: list[tuple[int, str, str, str, float]] = []
     print(f"load average at start: {os.getloadavg()}; {args.companions} companion studies of "
-          "1,000 candidates per workspace", flush=True)
+          f"1,000 candidates per workspace; {args.hogs} CPU hogs", flush=True)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         keep = args.studies or Path(tmp)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -219,27 +266,33 @@ def main() -> int:
                 if not (other / "study.sqlite").is_file():
                     write_synthetic_study(other, 1_000, seed=i + 1, samples=20, write_logs=False)
                     os.utime(other / "study.sqlite", (1, 1))  # older: "scale" stays the newest
-            for label, root in checkouts.items():
-                log = Path(tmp) / f"streamlit-{label}-{n}.log"
-                with dashboard_server(ws, log=log, root=root, timeout_s=120) as url:
-                    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-                    context.add_init_script(OBSERVER_JS)
-                    _visit_all(context, url, pages, args, label, n, rows)
-                    context.close()
+            with competing_load(args.hogs):
+                for r in range(args.rounds):
+                    for label, root in checkouts.items():
+                        log = Path(tmp) / f"streamlit-{label}-{n}-{r}.log"
+                        with dashboard_server(ws, log=log, root=root, timeout_s=120) as url:
+                            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                            context.add_init_script(OBSERVER_JS)
+                            _visit_all(context, url, pages, args, label, n, rows)
+                            context.close()
         browser.close()
     print(f"load average at end: {os.getloadavg()}")
     print(f"floor (bare Streamlit page, fresh load): {floor:.2f} s; ok = switch <= target")
     cols = [f"{kind}:{lab}" for kind in ("load", "switch") for lab in checkouts]
-    print("\ncandidates  page           " + "  ".join(f"{c:>12}" for c in cols) + "  target  ok")
+    print("\ncandidates  page" + " " * 26 + "  ".join(f"{c:>12}" for c in cols) + "  target  ok")
     ok_all = True
+    views = [f"Results/{v}" for v in args.views.split(",") if v]
     for n in sizes:
-        for name in pages:
-            vals = {f"{k}:{lab}": t for (m, pg, k, lab, t) in rows if m == n and pg == name}
-            ok = vals.get("switch:new", float("nan")) <= target_for(n)
+        for name in pages + views:
+            vals = {f"{k}:{lab}": statistics.median(
+                        [t for (m, pg, kk, ll, ts) in rows if (m, pg, kk, ll) == (n, name, k, lab)
+                         for t in ts] or [float("nan")])
+                    for k in ("load", "switch") for lab in checkouts}
+            ok = vals.get("switch:new", float("nan")) <= target_for(n, name)
             ok_all &= ok
-            print(f"{n:>10,}  {name:13}  " + "  ".join(f"{vals.get(c, float('nan')):11.2f}s"
+            print(f"{n:>10,}  {name:28}  " + "  ".join(f"{vals.get(c, float('nan')):11.2f}s"
                                                       for c in cols)
-                  + f"  {target_for(n):5.1f}s  {'yes' if ok else 'NO'}")
+                  + f"  {target_for(n, name):5.1f}s  {'yes' if ok else 'NO'}")
     return 0 if ok_all else 1
 
 

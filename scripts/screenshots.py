@@ -26,11 +26,13 @@ PAGES = {  # file name -> (url path, heading to wait for)
     "results.png": ("Results", "Results"),
     "route_trace.png": ("Route_trace", "Route trace"),
     "compare.png": ("Compare", "Compare"),
+    "explain.png": ("Explain", "Explain"),
 }
 #: Results views of the bundled H200 study: file name -> view button
 VIEWS = {
     "results_knob_effect.png": "Knob effect",
     "results_parallel_coordinates.png": "Parallel coordinates",
+    "results_contour.png": "Contour",
     "results_timeline.png": "Timeline",
     "results_edf.png": "Latency EDF",
 }

@@ -34,18 +34,20 @@ def free_port() -> int:
 @contextmanager
 def dashboard_server(workspace: Path, *, log: Path, timeout_s: float = 60.0,
                      root: Path = ROOT) -> Iterator[str]:
-    """Run ``streamlit run app.py`` on 127.0.0.1 and a free port; yield its base URL.
+    """Run the dashboard (``streamlit run serve.py``, ``app.py`` in a checkout without it) on
+    127.0.0.1 and a free port; yield its base URL.
 
     ``root`` is the checkout whose ``app.py`` and ``gptuner_core`` run (another worktree for a
     side-by-side benchmark)."""
     port = free_port()
+    entry = root / "serve.py" if (root / "serve.py").is_file() else root / "app.py"
     env = {**os.environ, "GPTUNER_WORKSPACE": str(workspace), "PYTHONUNBUFFERED": "1"}
     if root != ROOT:
         env["PYTHONPATH"] = str(root)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
         proc = subprocess.Popen(  # noqa: S603 - our interpreter, fixed arguments
-            [sys.executable, "-m", "streamlit", "run", str(root / "app.py"),
+            [sys.executable, "-m", "streamlit", "run", str(entry),
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
             cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -38,52 +38,156 @@ def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFr
 
 
 #: line colours with a selection: the others faint grey, the selected ones red (drawn last, on top)
-SELECTION_COLORSCALE = [[0.0, "rgba(170,170,170,0.35)"], [1.0, "#d62728"]]
+OTHERS_COLOR = "rgba(170,170,170,0.35)"
+SELECTED_COLOR = "#d62728"
+#: lines without a selection are drawn in this many latency bands, each one Viridis colour
+LATENCY_BANDS = 8
 
 
-def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
-                                selected: Sequence[int] = ()) -> go.Figure:
+@dataclass(frozen=True)
+class ParallelAxis:
+    """One vertical axis: its label, and where its values sit on it (0 bottom, 1 top)."""
+
+    label: str
+    positions: tuple[float, ...]  # one per line, in :attr:`ParallelInfo.numbers` order
+    ticks: tuple[tuple[float, str], ...]  # (position, text): every level, or min / mid / max
+
+
+@dataclass(frozen=True)
+class ParallelInfo:
+    """What the parallel-coordinates figure draws: one line per candidate across the axes."""
+
+    axes: tuple[ParallelAxis, ...]
+    numbers: tuple[int, ...]  # candidate of each line, selected ones last
+    latency_ms: tuple[float, ...]
+    selected: tuple[bool, ...]
+    measured: int  # candidates with a latency (lines drawn: len(numbers))
+
+
+def _axis_title(label: str, width: int = 14) -> str:
+    """A knob's name broken after its namespace and between words of at most about ``width``
+    characters a line (``-inductor:<br>coordinate_<br>descent_tuning``), so neighbouring axes'
+    titles do not run into each other."""
+    head, sep, tail = label.rpartition(":")
+    lines, line = [], ""
+    for word in tail.replace("_", "_\n").replace(".", ".\n").split("\n"):
+        if line and len(line) + len(word) > width:
+            lines.append(line)
+            line = ""
+        line += word
+    lines.append(line)
+    return (f"{head}{sep}<br>" if sep else "") + "<br>".join(lines)
+
+
+def _spaced(n: int) -> list[float]:
+    return [0.5] if n <= 1 else [i / (n - 1) for i in range(n)]
+
+
+def parallel_coordinates_info(df: pd.DataFrame, *, max_lines: int = 3000,
+                              selected: Sequence[int] = ()) -> ParallelInfo:
     """One axis per knob that varies (every one, words and numbers alike; numbers in numeric
-    order), then latency and loss; one line per measured candidate (``customdata``: its number),
-    coloured by latency (darker is faster). With ``selected`` candidate numbers (picked in another
-    view) every line stays and the selected ones are red and on top, the others faint grey."""
+    order), then latency and loss; one line per measured candidate (at most ``max_lines`` plus
+    the ``selected`` ones, which come last so they are drawn on top)."""
     import numpy as np
     import pandas as pd
-    import plotly.graph_objects as go
 
     timed = df[df["median_ms"].notna()]
     sub = _spread_sample(timed, max_lines)
     chosen = {int(n) for n in selected}
-    mark = None
     if chosen:
         extra = timed[timed["number"].isin(chosen) & ~timed.index.isin(sub.index)]
         sub = sub if extra.empty else pd.concat([sub, extra])
         mark = sub["number"].isin(chosen)
-        sub = pd.concat([sub[~mark], sub[mark]])  # parcoords draws in row order: selection on top
-        mark = sub["number"].isin(chosen)
-    dims = []
+        sub = pd.concat([sub[~mark], sub[mark]])
+    axes = []
     for knob in knob_columns(df):
         values = sub[f"knob:{knob}"].fillna("(default)").astype(str)
         levels = value_levels(values)
-        codes = values.map({v: i for i, v in enumerate(levels)})
-        dims.append({"label": knob, "values": codes, "tickvals": list(range(len(levels))),
-                     "ticktext": levels})
-    dims.append({"label": "median ms", "values": sub["median_ms"]})
+        at = dict(zip(levels, _spaced(len(levels)), strict=True))
+        axes.append(ParallelAxis(knob, tuple(values.map(at)), tuple((at[v], v) for v in levels)))
+
+    def numeric(label: str, values: pd.Series, fmt: str) -> ParallelAxis:
+        lo, hi = float(values.min()), float(values.max())
+        span = hi - lo
+        pos = ((values - lo) / span) if span > 0 else values * 0 + 0.5
+        ticks = ((0.0, format(lo, fmt)), (0.5, format(lo + span / 2, fmt)), (1.0, format(hi, fmt))) \
+            if span > 0 else ((0.5, format(lo, fmt)),)
+        return ParallelAxis(label, tuple(float(v) for v in pos), ticks)
+
+    axes.append(numeric("median ms", sub["median_ms"].astype(float), ".4g"))
     if sub["max_loss"].notna().any():
-        loss = sub["max_loss"].fillna(0.0)
-        dims.append({"label": "log10 loss", "values": np.log10(loss.clip(lower=1e-12))})
-    if mark is None:
-        line = {"color": sub["median_ms"], "colorscale": "Viridis", "showscale": True,
-                "colorbar": {"title": "ms"}}
-    else:
-        line = {"color": mark.astype(int).to_numpy(), "colorscale": SELECTION_COLORSCALE,
-                "cmin": 0, "cmax": 1, "showscale": False}
-    fig = go.Figure(go.Parcoords(line=line, dimensions=dims, customdata=sub["number"].to_numpy()))
-    shown = f"{len(sub):,} of {len(timed):,} measured" if len(sub) < len(timed) else f"{len(sub):,} measured"
-    if mark is not None:
+        loss = np.log10(sub["max_loss"].fillna(0.0).astype(float).clip(lower=1e-12))
+        axes.append(numeric("log10 loss", loss, ".3g"))
+    return ParallelInfo(axes=tuple(axes), numbers=tuple(int(n) for n in sub["number"]),
+                        latency_ms=tuple(float(v) for v in sub["median_ms"]),
+                        selected=tuple(int(n) in chosen for n in sub["number"]),
+                        measured=len(timed))
+
+
+def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
+                                selected: Sequence[int] = ()) -> go.Figure:
+    """:func:`parallel_coordinates_info` drawn as SVG lines, coloured by latency (darker is
+    faster); with ``selected`` candidates every line stays, the selected ones red and on top,
+    the others faint grey. Not plotly's ``parcoords``: it draws through WebGL, which took 2-5 s
+    to draw even 50 lines where the browser renders WebGL in software (headless Chromium, a
+    machine without a GPU); these lines take 0.2-0.5 s. Each line's points carry its candidate
+    number (``customdata``), shown on hover."""
+    import numpy as np
+    import plotly.graph_objects as go
+    from plotly.colors import sample_colorscale
+
+    info = parallel_coordinates_info(df, max_lines=max_lines, selected=selected)
+    k = len(info.axes)
+    pos = np.array([a.positions for a in info.axes], dtype=float).T.reshape(len(info.numbers), k)
+    numbers = np.array(info.numbers, dtype=int)
+    latency = np.array(info.latency_ms, dtype=float)
+
+    def lines(rows: np.ndarray, name: str, color: str) -> go.Scatter:
+        gap = np.full((int(rows.sum()), 1), np.nan)
+        xs = np.tile(np.append(np.arange(k, dtype=float), np.nan), int(rows.sum()))
+        ys = np.hstack([pos[rows], gap]).ravel()
+        custom = np.repeat(numbers[rows], k + 1)
+        return go.Scatter(x=xs, y=ys, customdata=custom, mode="lines", name=name,
+                          line={"color": color, "width": 1}, showlegend=False,
+                          hovertemplate="#%{customdata}<extra></extra>")
+
+    fig = go.Figure()
+    mark = np.array(info.selected, dtype=bool)
+    if mark.any():
+        fig.add_trace(lines(~mark, "others", OTHERS_COLOR))
+        fig.add_trace(lines(mark, "selected", SELECTED_COLOR))
+    elif len(latency):
+        lo, hi = float(latency.min()), float(latency.max())
+        band = np.minimum(((latency - lo) / ((hi - lo) or 1.0) * LATENCY_BANDS).astype(int),
+                          LATENCY_BANDS - 1)
+        colors = sample_colorscale("Viridis", [(b + 0.5) / LATENCY_BANDS for b in range(LATENCY_BANDS)])
+        for b in reversed(range(LATENCY_BANDS)):  # the fastest drawn last, on top
+            if (band == b).any():
+                fig.add_trace(lines(band == b, f"latency band {b + 1}", colors[b]))
+        fig.add_trace(go.Scatter(  # the colour bar alone: no point drawn
+            x=[None], y=[None], mode="markers", name="ms", showlegend=False, hoverinfo="skip",
+            marker={"color": [lo, hi], "colorscale": "Viridis", "cmin": lo, "cmax": hi,
+                    "showscale": True, "colorbar": {"title": {"text": "ms"}}}))
+    for i, axis in enumerate(info.axes):
+        fig.add_shape(type="line", x0=i, x1=i, y0=0, y1=1, line={"color": "#444", "width": 1})
+        for at, text in axis.ticks:
+            fig.add_annotation(x=i, y=at, text=text, showarrow=False, xanchor="right", xshift=-4,
+                               font={"size": 10}, bgcolor="rgba(255,255,255,0.7)")
+    # room on the left for the first axis's values, written to its left
+    left = min(240, max(80, 12 + 6 * max((len(t) for _, t in info.axes[0].ticks), default=0)))
+    shown = f"{len(info.numbers):,} of {info.measured:,} measured" \
+        if len(info.numbers) < info.measured else f"{len(info.numbers):,} measured"
+    if mark.any():
         shown += f"; {int(mark.sum())} selected in red"
-    fig.update_layout(title=f"Parallel coordinates ({shown} candidates)", height=460,
-                      margin={"l": 80, "r": 60, "t": 80, "b": 30})
+    fig.update_layout(
+        title=f"Parallel coordinates ({shown} candidates)", height=460, template="none",
+        paper_bgcolor="white", plot_bgcolor="white", font={"family": "sans-serif", "size": 12},
+        margin={"l": left, "r": 60, "t": 60, "b": 70}, hovermode="closest",
+        xaxis={"tickvals": list(range(k)), "ticktext": [_axis_title(a.label) for a in info.axes],
+               "tickangle": 0, "tickfont": {"size": 11}, "showgrid": False, "zeroline": False,
+               "range": [-0.6, k - 0.6], "fixedrange": True},
+        yaxis={"visible": False, "range": [-0.05, 1.05], "fixedrange": True},
+    )
     return fig
 
 

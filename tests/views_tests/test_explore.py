@@ -21,8 +21,7 @@ def study(tmp_path_factory):
 
 def test_parallel_coordinates_over_knobs(study) -> None:
     _, ranked = study
-    fig = explore.parallel_coordinates_figure(ranked)
-    labels = [d.label for d in fig.data[0].dimensions]
+    labels = [a.label for a in explore.parallel_coordinates_info(ranked).axes]
     assert labels[:2] == ["-ort:graph_optimization_level", "-ort:intra_op_threads"]
     assert "median ms" in labels and "log10 loss" in labels
 

@@ -71,9 +71,14 @@ def test_selected_candidates_highlighted(ranked) -> None:
 
 def test_parallel_coordinates_every_varied_knob_with_words() -> None:
     df = _frame([1.0, 2.0, 3.0], ["fp16", "int8", "fp16"], ["10", "2", "(x)"]).assign(max_loss=0.0)
-    fig = explore.parallel_coordinates_figure(df)
-    dims = {d.label: list(d.ticktext or ()) for d in fig.data[0].dimensions}
+    info = explore.parallel_coordinates_info(df)
+    dims = {a.label: [text for _, text in a.ticks] for a in info.axes}
     assert dims["-a"] == ["fp16", "int8"] and dims["-b"] == ["2", "10", "(x)"]
+    b = next(a for a in info.axes if a.label == "-b")
+    assert b.positions == (0.5, 0.0, 1.0)  # "10", "2", "(x)" on the axis, bottom to top
+    fig = explore.parallel_coordinates_figure(df)
+    assert {t.type for t in fig.data} == {"scatter"}  # SVG lines, not WebGL parcoords
+    assert sorted({int(n) for t in fig.data if t.mode == "lines" for n in t.customdata}) == [0, 1, 2]
 
 
 def test_large_study_thinned_keeps_selection() -> None:
