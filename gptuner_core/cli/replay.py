@@ -40,8 +40,9 @@ class ReplayCommand(Command):
         parser.add_argument("study", metavar="STUDY", help="study folder or recording JSON")
         parser.add_argument("--search", default=DEFAULT_STRATEGY, metavar="NAME[,NAME...]",
                             help=f"strategies to replay, comma-separated (default: {DEFAULT_STRATEGY})")
-        parser.add_argument("--budget", default="20%", metavar="N|P%",
-                            help="builds, or a percentage of the full space (default: 20%%)")
+        parser.add_argument("--budget", default=None, metavar="N|P%",
+                            help="builds, or a percentage of the full space (default: 20%% of "
+                            "the space, at most 200 builds)")
         parser.add_argument("--seeds", type=at_least(1, MAX_SEEDS), default=1, metavar="K",
                             help=f"replay seeds 0..K-1 (default: 1; at most {MAX_SEEDS})")
         parser.add_argument("--strategy-option", action="append", default=[], metavar="KEY=VALUE")
@@ -53,6 +54,9 @@ class ReplayCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         import warnings
 
+        from gptuner_core.engine.simulate import DEFAULT_BUDGET_BUILDS
+        from gptuner_core.engine.simulate import DEFAULT_BUDGET_SHARE
+        from gptuner_core.engine.simulate import default_budget
         from gptuner_core.engine.simulate import parse_budget
         from gptuner_core.engine.simulate import simulate
         from gptuner_core.recording import load_recording
@@ -81,7 +85,12 @@ class ReplayCommand(Command):
         warnings.simplefilter("ignore", FutureWarning)
         recording = load_recording(args.study)  # loaded and indexed once for every seed
         space = recording.expression.count("full")
-        budget = parse_budget(args.budget, space)
+        if args.budget is None:
+            budget = default_budget(space)
+            print(f"budget: {budget:,} builds (the default: {DEFAULT_BUDGET_SHARE:.0%} of the space's "
+                  f"{space:,} routes, at most {DEFAULT_BUDGET_BUILDS}; --budget N or P% to change)")
+        else:
+            budget = parse_budget(args.budget, space)
         if budget > space:  # as '150%' is refused: more builds than routes is no budget
             msg = (f"--budget: at most the space's {space} routes (100%) can be built (got {args.budget!r})")
             raise UsageError(msg)

@@ -75,3 +75,22 @@ def test_replay_warm_start_reports_the_agreement_of_the_spaces(capsys, tmp_path,
     assert "warm start from" in out and "3 route(s)" in out
     assert "16 routes measured in both, rank correlation (Spearman) 1.000" in out
     assert "seed 0: 4.889x = 100.0%" in out  # the warm start's best route is proposed second
+
+
+def test_replay_without_budget_prints_the_budget_it_chose(capsys, tmp_path, recording):
+    """Issue 40 item 6: the default was 20 % of the space (4 minutes per seed on a 22k-route
+    space); it is now at most 200 builds, and the choice is printed."""
+    import json
+
+    from gptuner_core.engine.simulate import default_budget
+
+    assert default_budget(24) == 5  # 20 % of a small space
+    assert default_budget(22_272) == 200 and default_budget(10**20) == 200
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps(recording.to_json()))
+    code = main(["replay", str(path), "--search", "random", "--seeds", "2", "--no-curve"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[0] == ("budget: 5 builds (the default: 20% of the space's 24 routes, "
+                                   "at most 200; --budget N or P% to change)")
+    assert "random, budget 5 builds: mean" in out
