@@ -207,7 +207,7 @@ def curve_text(name: str, recording: Recording, results: list, rand: RandomBasel
 
     lines.append(f"  {'builds':<{width}}" + "".join(f" {k:>7,d}" for k in ks))
     lines.append(row(name, [100 * statistics.fmean(c.at_build(k) for c in curves) for k in ks]))
-    lines.append(row("E[random]", [100 * rand.expected[min(k, len(rand.expected)) - 1] for k in ks]))
+    lines.append(row("E[random]", [100 * rand.expected_at(k) for k in ks]))
     spent = statistics.fmean(c.seconds[-1] if c.seconds else 0.0 for c in curves)
     if spent > 0:
         ts = [spent * f for f in (0.05, 0.1, 0.25, 0.5, 1.0)]

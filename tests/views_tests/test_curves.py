@@ -94,3 +94,62 @@ def test_replay_without_budget_prints_the_budget_it_chose(capsys, tmp_path, reco
     assert out.splitlines()[0] == ("budget: 5 builds (the default: 20% of the space's 24 routes, "
                                    "at most 200; --budget N or P% to change)")
     assert "random, budget 5 builds: mean" in out
+
+
+@pytest.fixture(scope="module")
+def big_recording(tmp_path_factory):
+    """A 4,096-route Kernel Tuner space (three parameters of 16 values), every other measured."""
+    import gzip
+    import json
+
+    from gptuner_core.interop.space_recording import to_recording
+    from gptuner_core.interop.tuning_spaces import read_space
+
+    values = list(range(1, 17))
+    cache = {}
+    for a, b, c in itertools.product(values, values, values):
+        if (a + b + c) % 2:
+            continue  # absent: infeasible
+        t = 1.0 + ((a * 7 + b * 3 + c) % 97) / 10.0
+        cache[f"{a},{b},{c}"] = {"a": a, "b": b, "c": c, "time": t, "times": [t, t * 1.01, t * 0.99],
+                                 "compile_time": 100.0 + a}
+    cache["1,1,2"]["time"] = cache["1,1,2"]["times"][0] = 0.5  # the default is listed and measured
+    doc = {"device_name": "Test GPU", "kernel_name": "big", "problem_size": [1], "objective": "time",
+           "tune_params_keys": ["a", "b", "c"], "tune_params": {"a": values, "b": values, "c": values},
+           "cache": cache}
+    path = tmp_path_factory.mktemp("big") / "big.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return to_recording(read_space(path)).recording
+
+
+def test_the_random_band_reaches_a_study_of_more_than_2000_builds(big_recording):
+    """Issue 40 item 6: the History view's random band stopped at 2,000 builds for a longer study;
+    it now spans every build, thinned to at most MAX_BAND_POINTS points past that."""
+    from gptuner_core.views.curves import MAX_BAND_POINTS
+    from gptuner_core.views.curves import random_baseline
+
+    rb = random_baseline(big_recording, 3000, draws=50)
+    assert rb.builds[0] == 1 and rb.builds[-1] == 3000 and len(rb.builds) <= MAX_BAND_POINTS
+    assert list(rb.builds) == sorted(set(rb.builds))
+    assert len(rb.expected) == len(rb.low) == len(rb.high) == len(rb.builds)
+    assert all(x <= y + 1e-12 for x, y in zip(rb.expected, rb.expected[1:], strict=False))
+    exact = random_baseline(big_recording, 1500, draws=50)  # short budgets stay per build, exact
+    assert exact.builds == tuple(range(1, 1501))
+    for k in (1, 700, 1500):
+        assert rb.expected_at(k) == pytest.approx(exact.expected[k - 1], rel=1e-9)
+
+
+def test_a_study_of_2500_builds_gets_the_band_to_its_last_build(tmp_path, big_recording):
+    """The History view's curves (``study_curves``): the band follows a 2,500-build study to its end."""
+    import dataclasses
+    import json
+
+    from gptuner_core.views.curves import study_curves
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(big_recording.to_json()))
+    recs = (big_recording.records * 2)[:2500]  # 2,048 routes, some built twice
+    done = [dataclasses.replace(r, number=n) for n, r in enumerate(recs)]
+    curve, rand, fraction = study_curves(done, {"backend": "replay", "model": str(path)})
+    assert fraction and curve.builds[-1] == 2500
+    assert rand is not None and rand.builds[-1] == 2500
