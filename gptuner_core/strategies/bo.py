@@ -8,7 +8,12 @@ power of two", which GPU block and tile sizes follow and a smooth model over pos
 A Gaussian process (:mod:`._gp`, refitted as results come back) models the log median latency of
 the routes that built; a feasibility model (:mod:`._feasibility`) the probability that a route
 builds, from those that failed (BUILD_FAILED, CRASHED, TIMED_OUT, ACCURACY_FAILED, or absent
-from a recording: infeasible) and those that built.
+from a recording: infeasible) and those that built. By default (``feasibility_model=learned``)
+it is the lower of a pairwise share (a pair of knob values seen failing, failures blamed on
+their worst pairs) and a Bayesian logistic regression on the knobs' log sizes, their squares and
+products (GPU limits such as ``block_x * block_y <= 1024`` reach pairs never tried; far from the
+routes tried it is unsure, not certain). Only candidates predicted to build with probability
+``feasible_at`` or more compete when there are any; each proposal's ``info`` has ``p_build``.
 
 Each proposal scores a sampled pool (random routes drawn with the strategy's seed, the one-off
 neighbours of the best routes, random two/three-off neighbours of the best): only candidates
@@ -110,6 +115,8 @@ class BoStrategy(Strategy):
         self._fitted_at: dict[str, int] = {}
         self._source: dict[tuple[int, ...], float | None] = {}
         self._source_gp: Any = None
+        self._size_tables: list[Any] | None = None  # feasibility_model=learned's features
+        self._p_build: Any = None  # P(builds) of the last scored pool
         if self.prior is not None:
             self._load_prior()
 
@@ -291,13 +298,27 @@ class BoStrategy(Strategy):
         if not len(acq):
             return acq
         feasible = self._feasible(pool, px, ok, bad)
+        self._p_build = feasible
         if turn == 3 and len(y):  # polish: the best one-off neighbour of the best route so far
             near = (pool != np.array(ok[int(np.argmin(y))])).sum(1) == 1
+            near &= feasible >= self.opts["feasible_at"]  # none likely to build: a usual turn
             if near.any():
-                return np.where(near, acq * feasible + 1e-12 * feasible, -1.0)
+                return np.where(self._likely(feasible, near), acq * feasible + 1e-12 * feasible, -1.0)
         # a constraint, not a weight: only routes nearly as likely to build as the likeliest
         # compete on expected improvement (EI x P alone still chased far, failing corners)
-        return np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
+        return np.where(self._likely(feasible), acq * feasible, -1.0)
+
+    def _likely(self, feasible: Any, among: Any = None) -> Any:
+        """The candidates that compete: P(builds) at least ``feasible_at`` where any (among
+        ``among``) reach it, and at least ``min_feasible`` x the likeliest's."""
+        import numpy as np
+
+        among = np.ones(len(feasible), dtype=bool) if among is None else among
+        top = float(feasible[among].max()) if among.any() else 0.0
+        floor = self.opts["min_feasible"] * top
+        if top >= self.opts["feasible_at"]:
+            floor = max(floor, self.opts["feasible_at"])
+        return among & (feasible >= floor)
 
     def _turn(self) -> int:
         """Which acquisition turn this proposal is (a subclass may count only some proposals)."""
@@ -318,6 +339,8 @@ class BoStrategy(Strategy):
             built = np.array([1.0] * len(ok) + [0.0] * len(bad))
             if self.opts["feasibility_model"] == "pairs":
                 p = pairwise_share(rows, built, pool, self._sizes)
+            elif self.opts["feasibility_model"] == "learned":
+                p = self._learned(rows, built, pool)
             else:
                 hyper = self._hyper.get("latency")
                 scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
@@ -327,6 +350,24 @@ class BoStrategy(Strategy):
 
             p = p * source_verdict(pool, self._source, self.prior.exhaustive)  # type: ignore[union-attr]
         return p
+
+    def _learned(self, rows: Any, built: Any, pool: Any) -> Any:
+        """P(builds): the lower of the pairwise share (a pair of values seen failing) and a
+        logistic regression on the knobs' sizes, their squares and products (a limit like
+        ``block_x * block_y <= 1024`` generalises to pairs never tried)."""
+        import numpy as np
+
+        from gptuner_core.strategies._feasibility import logistic_share
+        from gptuner_core.strategies._feasibility import pairwise_share
+        from gptuner_core.strategies._feasibility import quadratic
+        from gptuner_core.strategies._feasibility import size_features
+
+        if self._size_tables is None:
+            self._size_tables = size_features([self.space.terms[i].values for i in self._var])
+        pair = pairwise_share(rows, built, pool, self._sizes)
+        logit = logistic_share(quadratic(rows, self._size_tables), built,
+                               quadratic(pool, self._size_tables))
+        return np.minimum(pair, logit)
 
     # -- the contract ------------------------------------------------------------------------
     def ask(
@@ -342,20 +383,27 @@ class BoStrategy(Strategy):
         if len(taken - {None}) >= self._total:
             return None
         ok, ys, bad = self._observations(history)
-        phase = "model"
+        phase, p_build = "model", None
         if self._source_gp is None and self._own < self.opts["n_initial"]:
             pool, phase = self._rng.integers(0, self._sizes, size=(64, len(self._sizes))), "initial"
             pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
             choice = pool[0] if len(pool) else None
         else:
             pool = self._pool(ok, ys, taken)
-            choice = pool[int(np.argmax(self._score(pool, ok, ys, bad)))] if len(pool) else None
+            self._p_build = None
+            at = int(np.argmax(self._score(pool, ok, ys, bad))) if len(pool) else None
+            choice = pool[at] if at is not None else None
+            if at is not None and self._p_build is not None:
+                p_build = float(self._p_build[at])
         if choice is None:
             choice = self._any_untaken(taken)
             if choice is None:
                 return None
         self._own += 1
-        return Proposal(route=self._route(choice), info={"search": "bo", "phase": phase})
+        info = {"search": "bo", "phase": phase}
+        if p_build is not None:
+            info["p_build"] = round(p_build, 3)
+        return Proposal(route=self._route(choice), info=info)
 
     def _any_untaken(self, taken: set) -> tuple[int, ...] | None:
         from gptuner_core.strategies.random import random_indices

@@ -154,3 +154,16 @@ def test_local_moves_take_the_knobs_in_turn():
                 local += 1
             seen.append(route)
         assert local >= 20  # the check saw a climb
+
+
+def test_the_learned_failure_model_spends_fewer_builds_on_failures(rec):
+    """Issue 40 item 2: the default failure model (pairs and a logistic model on the knobs'
+    sizes) against the kernel share alone, same seeds: far fewer failed builds, and each model
+    proposal says how likely it judged the route to build."""
+    learned = [simulate("hybrid", rec, 60, seed=s, budget_fraction=0.0) for s in range(4)]
+    kernel = [simulate("hybrid", rec, 60, seed=s, budget_fraction=0.0, feasibility_model="kernel")
+              for s in range(4)]
+    mean = lambda runs: sum(failed_share(r) for r in runs) / len(runs)  # noqa: E731
+    assert mean(learned) < 0.7 * mean(kernel)
+    judged = [s.info["p_build"] for r in learned for s in r.trace if s.info.get("phase") == "local"]
+    assert judged and all(0.0 <= p <= 1.0 for p in judged)
