@@ -388,6 +388,13 @@ class BoStrategy(Strategy):
             pool, phase = self._rng.integers(0, self._sizes, size=(64, len(self._sizes))), "initial"
             pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
             choice = pool[0] if len(pool) else None
+            if choice is not None:  # spread: the most knob values no built route has yet,
+                p = (self._feasible(pool, self._features(pool), ok, bad)  # among those likely
+                     if bad and self.opts["feasibility"] else np.ones(len(pool)))  # to build
+                new = self._novelty(pool, ok) + 1e-3 * np.arange(len(pool))[::-1] / len(pool)
+                fine = p >= min(self.opts["feasible_at"], float(p.max()))
+                at = int(np.argmax(np.where(fine, new, -1.0)))
+                choice, p_build = pool[at], float(p[at])
         else:
             pool = self._pool(ok, ys, taken)
             self._p_build = None
@@ -404,6 +411,16 @@ class BoStrategy(Strategy):
         if p_build is not None:
             info["p_build"] = round(p_build, 3)
         return Proposal(route=self._route(choice), info=info)
+
+    def _novelty(self, pool: Any, ok: list) -> Any:
+        """Per pool row, how many of its knob values no route that built has."""
+        import numpy as np
+
+        seen = [np.zeros(size, dtype=bool) for size in self._sizes]
+        for t in ok:
+            for d, j in enumerate(t):
+                seen[d][j] = True
+        return sum((~seen[d][pool[:, d]]).astype(float) for d in range(len(self._sizes)))
 
     def _any_untaken(self, taken: set) -> tuple[int, ...] | None:
         from gptuner_core.strategies.random import random_indices
