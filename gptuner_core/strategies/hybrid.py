@@ -18,6 +18,10 @@ own (sampled pool, feasibility constraint, acquisition portfolio); the others ar
   likely to build, away from every finished centre, and follows its own best route until it
   finishes; otherwise the centre is the best route elsewhere. The model keeps what it learnt.
 
+After ``stall`` routes without a faster one (a seed stuck in a basin), every other proposal is
+a global one until a faster route is found (on convolution A100 the worst of 10 seeds at 200
+builds went from 67.7 % to 88.6 % of the optimum).
+
 The model orders the climbs but never ends one: ending a climb when the GP gave no neighbour
 a 5 % chance of being faster lost 1-10 points at 200 builds (it is overconfident there).
 With a ``--warm-start`` prior it is ``bo`` (the prior already says where to look).
@@ -73,6 +77,11 @@ class HybridStrategy(BoStrategy):
             "ei: the best expected improvement of all the neighbours",
             default="knobs", choices=("knobs", "ei"),
         ),
+        "stall": StrategyOption(
+            description="after this many routes without a faster one, every other proposal is "
+            "a global (bo) one until one is found (0: never)",
+            default=25, type=int,
+        ),
         "restart_distance": StrategyOption(
             description="a new centre differs from every finished one in at least this many "
             "knobs (unless it is faster)",
@@ -105,7 +114,10 @@ class HybridStrategy(BoStrategy):
         import numpy as np
 
         model = self._own >= self.opts["n_initial"] and self._source_gp is None
-        if not model or self._own % self.opts["cycle"] == 0 or not self._var:
+        cycle = self.opts["cycle"]
+        if model and self.opts["stall"] and self._stalled(history) >= self.opts["stall"]:
+            cycle = 2  # no faster route for a while: every other proposal is a global one
+        if not model or self._own % cycle == 0 or not self._var:
             if model:
                 self._global += 1
             return super().ask(history, pending)
@@ -127,6 +139,17 @@ class HybridStrategy(BoStrategy):
         else:
             info["centre"] = str(self._route(self._centre))
         return Proposal(route=self._route(choice), info=info)
+
+    @staticmethod
+    def _stalled(history: Sequence[CandidateRecord]) -> int:
+        """Routes evaluated since the last one faster than every route before it."""
+        best, since = float("inf"), 0
+        for rec in history:
+            since += 1
+            lat = rec.latency.median_ms if rec.eligible and rec.latency is not None else None
+            if lat is not None and lat < best:
+                best, since = lat, 0
+        return since
 
     def _neighbours(self, centre: tuple[int, ...], taken: set) -> tuple[Any, Any]:
         """Untaken one-off neighbours of ``centre``, then random two/three-off ones."""
