@@ -58,7 +58,7 @@ class ReplayCommand(Command):
         from gptuner_core.engine.simulate import DEFAULT_BUDGET_SHARE
         from gptuner_core.engine.simulate import default_budget
         from gptuner_core.engine.simulate import parse_budget
-        from gptuner_core.engine.simulate import simulate
+        from gptuner_core.engine.simulate import single_threaded_blas
         from gptuner_core.recording import load_recording
         from gptuner_core.strategies import strategy_names
         from gptuner_core.views.curves import random_baseline
@@ -105,6 +105,15 @@ class ReplayCommand(Command):
             from gptuner_core.views.curves import baseline_note
 
             print(baseline_note(recording))
+        with single_threaded_blas():
+            self._replay(args, names, recording, budget, warm, prior, rand, opts)
+        return 0
+
+    @staticmethod
+    def _replay(args: argparse.Namespace, names: list[str], recording: Recording, budget: int,
+                warm: list[Route], prior: object, rand: RandomBaseline | None, opts: dict) -> None:
+        from gptuner_core.engine.simulate import simulate
+
         for name in names:
             results = []
             for seed in range(args.seeds):
@@ -119,7 +128,6 @@ class ReplayCommand(Command):
                         ms = f"{s.observed_ms:.4f} ms" if s.observed_ms is not None else "-"
                         print(f"  [{s.number}] {s.state:<13} {ms:>12}  {s.route}")
             _summary(name, recording, results, rand)
-        return 0
 
 
 def _warm_start(recording: Recording, sources: list[str]) -> list[Route]:
