@@ -143,3 +143,26 @@ def logistic_share(x: Any, built: Any, px: Any, l2: float = 3.0, steps: int = 25
     var = np.einsum("ij,ij->i", b, np.linalg.solve(hess, b.T).T)  # Laplace: the weights' spread
     z = (b @ w) / np.sqrt(1.0 + np.pi * var / 8.0)  # moderated: unexplored corners tend to 1/2
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def learned_share(rows: Any, built: Any, pool: Any, sizes: Any, tables: list[Any]) -> Any:
+    """``feasibility_model=learned``: the lower of :func:`pairwise_share` (a pair of values seen
+    failing) and :func:`logistic_share` on the knobs' sizes, squares and products (``tables``:
+    :func:`size_features`), so a limit like ``block_x * block_y <= 1024`` reaches pairs never
+    tried."""
+    import numpy as np
+
+    pair = pairwise_share(rows, built, pool, sizes)
+    logit = logistic_share(quadratic(rows, tables), built, quadratic(pool, tables))
+    return np.minimum(pair, logit)
+
+
+def novelty(pool: Any, tried: list, sizes: Any) -> Any:
+    """Per pool row, how many of its knob values no route in ``tried`` has."""
+    import numpy as np
+
+    seen = [np.zeros(size, dtype=bool) for size in sizes]
+    for t in tried:
+        for d, j in enumerate(t):
+            seen[d][j] = True
+    return sum((~seen[d][pool[:, d]]).astype(float) for d in range(len(sizes)))

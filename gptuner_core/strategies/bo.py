@@ -40,6 +40,8 @@ from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import Strategy
 from gptuner_core.strategies._bo_options import OPTIONS
 from gptuner_core.strategies._bo_options import TURNS
+from gptuner_core.strategies._features import _numeric
+from gptuner_core.strategies._features import powers_of_two
 from gptuner_core.strategies._gp import fit_subset
 from gptuner_core.strategies._gp import prior_line
 
@@ -49,25 +51,6 @@ if TYPE_CHECKING:
 
     from gptuner_core.records import CandidateRecord
 
-
-
-def _numeric(values: Sequence[str]) -> bool:
-    try:
-        [float(v) for v in values]
-    except ValueError:
-        return False
-    return True
-
-
-def powers_of_two(values: Sequence[str]) -> tuple[float, ...] | None:
-    """1.0 / 0.0 per value: is it a power of two; ``None`` unless the knob is a size (positive
-    integers: with a 0 among them it is a level, a count or a switch) with more than two values
-    that mixes at least two powers of two with other values (a block size 16, 32, 48 ... 256:
-    GPU hardware favours 32, 64, 128, 256, a zig-zag over positions)."""
-    if len(values) <= 2 or not all(v.isdigit() and int(v) > 0 for v in values):
-        return None
-    flags = tuple(float(n & (n - 1) == 0) for n in map(int, values))
-    return flags if 2 <= sum(flags) < len(flags) else None
 
 
 class BoStrategy(Strategy):
@@ -340,7 +323,12 @@ class BoStrategy(Strategy):
             if self.opts["feasibility_model"] == "pairs":
                 p = pairwise_share(rows, built, pool, self._sizes)
             elif self.opts["feasibility_model"] == "learned":
-                p = self._learned(rows, built, pool)
+                from gptuner_core.strategies._feasibility import learned_share
+                from gptuner_core.strategies._feasibility import size_features
+
+                if self._size_tables is None:
+                    self._size_tables = size_features([self.space.terms[i].values for i in self._var])
+                p = learned_share(rows, built, pool, self._sizes, self._size_tables)
             else:
                 hyper = self._hyper.get("latency")
                 scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
@@ -350,24 +338,6 @@ class BoStrategy(Strategy):
 
             p = p * source_verdict(pool, self._source, self.prior.exhaustive)  # type: ignore[union-attr]
         return p
-
-    def _learned(self, rows: Any, built: Any, pool: Any) -> Any:
-        """P(builds): the lower of the pairwise share (a pair of values seen failing) and a
-        logistic regression on the knobs' sizes, their squares and products (a limit like
-        ``block_x * block_y <= 1024`` generalises to pairs never tried)."""
-        import numpy as np
-
-        from gptuner_core.strategies._feasibility import logistic_share
-        from gptuner_core.strategies._feasibility import pairwise_share
-        from gptuner_core.strategies._feasibility import quadratic
-        from gptuner_core.strategies._feasibility import size_features
-
-        if self._size_tables is None:
-            self._size_tables = size_features([self.space.terms[i].values for i in self._var])
-        pair = pairwise_share(rows, built, pool, self._sizes)
-        logit = logistic_share(quadratic(rows, self._size_tables), built,
-                               quadratic(pool, self._size_tables))
-        return np.minimum(pair, logit)
 
     # -- the contract ------------------------------------------------------------------------
     def ask(
@@ -388,10 +358,12 @@ class BoStrategy(Strategy):
             pool, phase = self._rng.integers(0, self._sizes, size=(64, len(self._sizes))), "initial"
             pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
             choice = pool[0] if len(pool) else None
-            if choice is not None:  # spread: the most knob values no built route has yet,
+            if choice is not None:
+                from gptuner_core.strategies._feasibility import novelty
+  # spread: the most knob values no built route has yet,
                 p = (self._feasible(pool, self._features(pool), ok, bad)  # among those likely
                      if bad and self.opts["feasibility"] else np.ones(len(pool)))  # to build
-                new = self._novelty(pool, ok) + 1e-3 * np.arange(len(pool))[::-1] / len(pool)
+                new = novelty(pool, ok + bad, self._sizes) + 1e-3 * np.arange(len(pool))[::-1] / len(pool)
                 fine = p >= min(self.opts["feasible_at"], float(p.max()))
                 at = int(np.argmax(np.where(fine, new, -1.0)))
                 choice, p_build = pool[at], float(p[at])
@@ -411,16 +383,6 @@ class BoStrategy(Strategy):
         if p_build is not None:
             info["p_build"] = round(p_build, 3)
         return Proposal(route=self._route(choice), info=info)
-
-    def _novelty(self, pool: Any, ok: list) -> Any:
-        """Per pool row, how many of its knob values no route that built has."""
-        import numpy as np
-
-        seen = [np.zeros(size, dtype=bool) for size in self._sizes]
-        for t in ok:
-            for d, j in enumerate(t):
-                seen[d][j] = True
-        return sum((~seen[d][pool[:, d]]).astype(float) for d in range(len(self._sizes)))
 
     def _any_untaken(self, taken: set) -> tuple[int, ...] | None:
         from gptuner_core.strategies.random import random_indices
