@@ -106,6 +106,51 @@ def kt_space(space: str, strategies, seeds: int, budget: int, budgets, workdir: 
     return out
 
 
+#: the strategies issue 40 picks Kernel Tuner's best from, per space and budget, after the fact
+BEST_OF = ("bayes_opt", "genetic_algorithm", "firefly_algorithm", "pso", "dual_annealing",
+           "simulated_annealing")
+STORED = ROOT / "benchmarks" / "data" / "results_kerneltuner_reference.json"
+
+
+def kt_best(per: dict, budget: int) -> tuple[float, str, float, str]:
+    """Kernel Tuner's best mean and best worst seed at ``budget`` among ``BEST_OF`` (any options),
+    each with the strategy that reached it."""
+    rows = [(label, r[str(budget)]) for label, r in per.items()
+            if label.startswith("kt:") and label[3:].split()[0] in BEST_OF and str(budget) in r]
+    mean = max(rows, key=lambda lr: lr[1]["mean"])
+    worst = max(rows, key=lambda lr: lr[1]["min"])
+    return mean[1]["mean"], mean[0], worst[1]["min"], worst[0]
+
+
+def versus(results: dict, ours: str, budgets=(50, 200)) -> str:
+    """Issue 40's table: ``ours`` (every build counted) against Kernel Tuner's best, per space and
+    budget: mean and worst seed (% of the optimum), the failed share, and whether each is at or
+    above Kernel Tuner's."""
+    lines = [f"| space | builds | {ours} mean | KT best mean | {ours} worst | KT best worst | "
+             f"{ours} failed | mean ≥ | worst ≥ |", "|---|---|---|---|---|---|---|---|---|"]
+    tally = [0, 0, 0]
+    for space, per in results.items():
+        if ours not in per:
+            continue
+        r = per[ours]
+        for b in budgets:
+            if str(b) not in r:
+                continue
+            km, km_by, kw, kw_by = kt_best(per, b)
+            m, w = r[str(b)]["mean"], r[str(b)]["min"]
+            ok_m, ok_w = m >= km - 1e-9, w >= kw - 1e-9
+            tally[0] += 1
+            tally[1] += ok_m
+            tally[2] += ok_w
+            lines.append(f"| {space} | {b} | {100 * m:.1f} | {100 * km:.1f} ({km_by[3:]}) | "
+                         f"{100 * w:.1f} | {100 * kw:.1f} ({kw_by[3:]}) | "
+                         f"{100 * r['failed_share']:.0f}% | {'yes' if ok_m else 'no'} | "
+                         f"{'yes' if ok_w else 'no'} |")
+    lines.append(f"\n{ours}: mean at or above Kernel Tuner's best in {tally[1]} of {tally[0]} cells, "
+                 f"worst seed at or above in {tally[2]} of {tally[0]}")
+    return "\n".join(lines)
+
+
 def _json_or_text(value: str):
     """A Kernel Tuner option value: a number, list or boolean as JSON, else the text itself."""
     try:
@@ -127,13 +172,25 @@ def main() -> int:
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("-o", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
                    help="a Kernel Tuner strategy option (repeatable), e.g. bayes_opt.method=multi")
+    p.add_argument("--kt-stored", type=Path, nargs="?", const=STORED, default=None,
+                   help="take Kernel Tuner's results from this stored run instead of running it "
+                   f"(default file: {STORED.relative_to(ROOT)}); used when kernel_tuner is missing")
+    p.add_argument("--ours-options", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="a gptuner strategy option (repeatable), e.g. auto.switch_at=100")
     a = p.parse_args()
-    try:
-        import kernel_tuner  # noqa: F401
-    except ImportError:
-        print("kerneltuner_reference.py: error: kernel_tuner is not installed "
-              "(expected: .venv/bin/pip install -e '.[reference]')", file=sys.stderr)
-        return 2
+    if a.kt_stored is None:
+        try:
+            import kernel_tuner  # noqa: F401
+        except ImportError:
+            if not STORED.exists():
+                print("kerneltuner_reference.py: error: kernel_tuner is not installed "
+                      "(expected: .venv/bin/pip install -e '.[reference]', or --kt-stored FILE)",
+                      file=sys.stderr)
+                return 2
+            a.kt_stored = STORED
+            print(f"kernel_tuner is not installed: its results are read from {STORED.name}",
+                  file=sys.stderr)
+    stored = json.loads(a.kt_stored.read_text())["results"] if a.kt_stored else None
     from _kt_space import SPACES
     from _kt_space import load_kt
     from search_scale import BUDGETS
@@ -142,6 +199,7 @@ def main() -> int:
     from search_scale import table
 
     options = parse_options(a.o, _json_or_text)
+    ours_options = parse_options(a.ours_options, _json_or_text)
 
     warnings.simplefilter("ignore")
     budgets = [b for b in BUDGETS if b <= a.budget] or [a.budget]
@@ -150,14 +208,23 @@ def main() -> int:
     results: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for space in spaces:
-            results[space] = kt_space(space, [s for s in a.strategies.split(",") if s], a.seeds,
-                                      a.budget, budgets, Path(tmp), options)
+            if stored is not None:
+                results[space] = {k: v for k, v in stored.get(space, {}).items()
+                                  if k.startswith("kt:")}
+            else:
+                results[space] = kt_space(space, [s for s in a.strategies.split(",") if s],
+                                          a.seeds, a.budget, budgets, Path(tmp), options)
             if ours:
                 per = run_space(load_kt(space), ours, a.seeds, a.budget, label=space,
-                                count=a.ours_count)
+                                count=a.ours_count, options=ours_options)
                 suffix = "" if a.ours_count == "builds" else " (in space)"
                 results[space].update({f"{k}{suffix}": v for k, v in per.items()})
     print(table(results, budgets))
+    for name in ours:
+        label = name if a.ours_count == "builds" else f"{name} (in space)"
+        if all(any(k.startswith("kt:") for k in per) for per in results.values()):
+            print()
+            print(versus(results, label, [b for b in (50, 200) if b <= a.budget]))
     if a.json:
         a.json.write_text(json.dumps({"seeds": a.seeds, "budget": a.budget, "results": results},
                                      indent=1))

@@ -40,8 +40,9 @@ class ReplayCommand(Command):
         parser.add_argument("study", metavar="STUDY", help="study folder or recording JSON")
         parser.add_argument("--search", default=DEFAULT_STRATEGY, metavar="NAME[,NAME...]",
                             help=f"strategies to replay, comma-separated (default: {DEFAULT_STRATEGY})")
-        parser.add_argument("--budget", default="20%", metavar="N|P%",
-                            help="builds, or a percentage of the full space (default: 20%%)")
+        parser.add_argument("--budget", default=None, metavar="N|P%",
+                            help="builds, or a percentage of the full space (default: 20%% of "
+                            "the space, at most 200 builds)")
         parser.add_argument("--seeds", type=at_least(1, MAX_SEEDS), default=1, metavar="K",
                             help=f"replay seeds 0..K-1 (default: 1; at most {MAX_SEEDS})")
         parser.add_argument("--strategy-option", action="append", default=[], metavar="KEY=VALUE")
@@ -53,8 +54,11 @@ class ReplayCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         import warnings
 
+        from gptuner_core.engine.loop.simulate import DEFAULT_BUDGET_BUILDS
+        from gptuner_core.engine.loop.simulate import DEFAULT_BUDGET_SHARE
+        from gptuner_core.engine.loop.simulate import default_budget
         from gptuner_core.engine.loop.simulate import parse_budget
-        from gptuner_core.engine.loop.simulate import simulate
+        from gptuner_core.engine.loop.simulate import single_threaded_blas
         from gptuner_core.recording import load_recording
         from gptuner_core.strategies import strategy_names
         from gptuner_core.views.curves import random_baseline
@@ -81,7 +85,12 @@ class ReplayCommand(Command):
         warnings.simplefilter("ignore", FutureWarning)
         recording = load_recording(args.study)  # loaded and indexed once for every seed
         space = recording.expression.count("full")
-        budget = parse_budget(args.budget, space)
+        if args.budget is None:
+            budget = default_budget(space)
+            print(f"budget: {budget:,} builds (the default: {DEFAULT_BUDGET_SHARE:.0%} of the space's "
+                  f"{space:,} routes, at most {DEFAULT_BUDGET_BUILDS}; --budget N or P% to change)")
+        else:
+            budget = parse_budget(args.budget, space)
         if budget > space:  # as '150%' is refused: more builds than routes is no budget
             msg = (f"--budget: at most the space's {space} routes (100%) can be built (got {args.budget!r})")
             raise UsageError(msg)
@@ -96,6 +105,15 @@ class ReplayCommand(Command):
             from gptuner_core.views.curves import baseline_note
 
             print(baseline_note(recording))
+        with single_threaded_blas():
+            self._replay(args, names, recording, budget, warm, prior, rand, opts)
+        return 0
+
+    @staticmethod
+    def _replay(args: argparse.Namespace, names: list[str], recording: Recording, budget: int,
+                warm: list[Route], prior: object, rand: RandomBaseline | None, opts: dict) -> None:
+        from gptuner_core.engine.loop.simulate import simulate
+
         for name in names:
             results = []
             for seed in range(args.seeds):
@@ -110,7 +128,6 @@ class ReplayCommand(Command):
                         ms = f"{s.observed_ms:.4f} ms" if s.observed_ms is not None else "-"
                         print(f"  [{s.number}] {s.state:<13} {ms:>12}  {s.route}")
             _summary(name, recording, results, rand)
-        return 0
 
 
 def _warm_start(recording: Recording, sources: list[str]) -> list[Route]:
@@ -198,7 +215,7 @@ def curve_text(name: str, recording: Recording, results: list, rand: RandomBasel
 
     lines.append(f"  {'builds':<{width}}" + "".join(f" {k:>7,d}" for k in ks))
     lines.append(row(name, [100 * statistics.fmean(c.at_build(k) for c in curves) for k in ks]))
-    lines.append(row("E[random]", [100 * rand.expected[min(k, len(rand.expected)) - 1] for k in ks]))
+    lines.append(row("E[random]", [100 * rand.expected_at(k) for k in ks]))
     spent = statistics.fmean(c.seconds[-1] if c.seconds else 0.0 for c in curves)
     if spent > 0:
         ts = [spent * f for f in (0.05, 0.1, 0.25, 0.5, 1.0)]

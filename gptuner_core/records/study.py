@@ -139,6 +139,9 @@ class Winner:
     #: an undecided verdict on a busy machine: the share of measurements other programs ran
     #: beside (``None``: not too busy to decide; see ``engine.decide.verdict.too_busy``)
     busy_share: float | None = None
+    #: the rounds were answered from a recording (the replay backend): nothing ran, so the
+    #: verdict says "the recording's samples", never "fresh processes"
+    replayed: bool = False
 
     @property
     def significant(self) -> bool:
@@ -182,6 +185,7 @@ class Winner:
             "tied": list(self.tied),
             "tie": self.tie,
             "busy_share": self.busy_share,
+            "replayed": self.replayed,
         }
 
     @classmethod
@@ -210,4 +214,5 @@ class Winner:
             tied=tuple(int(n) for n in data.get("tied") or ()),
             tie=str(data.get("tie") or ""),
             busy_share=data.get("busy_share"),
+            replayed=bool(data.get("replayed", False)),
         )

@@ -40,6 +40,7 @@ class Winner(Protocol):
     tied: tuple[int, ...]
     tie: str
     busy_share: float | None
+    replayed: bool
 
 
 NO_WINNER = "no winner: keeping the default"
@@ -60,6 +61,11 @@ def _pct(value: float) -> str:
 
 def _rounds(n: int) -> str:
     return f"{n} round{'s' if n != 1 else ''}"
+
+
+def _remeasured(w: Winner) -> str:
+    """How the rounds measured: ``"re-measurement"``, or the recording's samples for a replay."""
+    return "the recording's samples (replayed: nothing ran)" if w.replayed else "re-measurement"
 
 
 #: what a re-validation ended by Stop says (in its message, so in the verdict's sentence too)
@@ -132,8 +138,10 @@ def sentence(w: Winner) -> str:
             tie = (f" {others} {'is' if len(w.tied) == 1 else 'are'} as fast within "
                    f"{_pct(w.min_effect)}: the rounds do not separate them, so the tie is named "
                    f"by a fixed rule ({w.tie.rpartition('(')[2].rstrip(')') or 'lower number'} first).")
-        return (f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, "
-                f"re-measured against it in {_rounds(w.rounds)} of fresh processes.{tie}")
+        how = (f"compared with it over {_rounds(w.rounds)} of the recording's samples (replayed: "
+               "nothing ran)" if w.replayed
+               else f"re-measured against it in {_rounds(w.rounds)} of fresh processes")
+        return f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, {how}.{tie}"
     lead = _leader(w)
     if v == "inconclusive" and CUT_SHORT in w.message:
         done = f" after {_rounds(w.rounds)}" if w.rounds else " before its first round"
@@ -143,7 +151,7 @@ def sentence(w: Winner) -> str:
         return ("No route was re-measured before the time budget ran out, so the default is kept. "
                 "A larger --time-budget would let re-validation decide.")
     if v == "inconclusive":
-        first = (f"No route was shown faster after {_rounds(w.rounds)} of re-measurement, "
+        first = (f"No route was shown faster after {_rounds(w.rounds)} of {_remeasured(w)}, "
                  "so the default is kept")
         if w.busy_share is not None:
             first = f"{too_busy(w)[0].upper()}{too_busy(w)[1:]}. {first}"
@@ -161,7 +169,7 @@ def sentence(w: Winner) -> str:
     if v == "not_faster":
         tail = f" (the closest, {lead} with {conf} confidence)" if lead else ""
         return (f"No route is faster than the default by more than {_pct(w.min_effect)} after "
-                f"{_rounds(w.rounds)} of re-measurement{tail}, so the default is kept.")
+                f"{_rounds(w.rounds)} of {_remeasured(w)}{tail}, so the default is kept.")
     if v == "default_only":
         return "No eligible route other than the default was found, so the default is kept."
     if v == "not_revalidated":

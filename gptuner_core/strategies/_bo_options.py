@@ -52,10 +52,12 @@ OPTIONS = {
     ),
     "feasibility_model": StrategyOption(
         description=(
-            "pairs: a route builds as often as its worst pair of knob values did; kernel: as "
-            "often as the routes near it did"
+            "learned: the lower of pairs and a logistic regression on the knobs' sizes and "
+            "their products (a limit such as x*y <= 1024 reaches pairs never tried); pairs: a "
+            "route builds as often as its worst pair of knob values did; kernel: as often as "
+            "the routes near it did"
         ),
-        default="kernel", choices=("kernel", "pairs"),
+        default="learned", choices=("learned", "pairs", "kernel"),
     ),
     "pow2": StrategyOption(
         description=(
@@ -70,5 +72,13 @@ OPTIONS = {
             "candidate's compete (0: P(builds) is only a weight)"
         ),
         default=0.8, type=float,
+    ),
+    "feasible_at": StrategyOption(
+        description=(
+            "candidates predicted to build with at least this probability are the only ones "
+            "that compete, when there are any (a local search whose neighbours all fall below "
+            "it has finished its basin); 0: only min_feasible's relative rule"
+        ),
+        default=0.5, type=float,
     ),
 }

@@ -74,3 +74,95 @@ def source_verdict(pool: Any, source: dict, exhaustive: bool) -> Any:
         elif source[t] is None:
             out[r] = 0.2
     return out
+
+
+def size_features(values_per_knob: Any) -> list[Any]:
+    """Per knob, a table value index -> feature columns for :func:`logistic_share`: a numeric knob
+    of positive values by log2 of its value (GPU limits are products of sizes: ``x*y <= 1024`` is
+    linear in logs), other numeric knobs by position, unordered ones one-hot; each in [0, 1]."""
+    import numpy as np
+
+    out = []
+    for values in values_per_knob:
+        try:
+            nums = [float(v) for v in values]
+        except ValueError:
+            nums = None
+        if nums is not None and len(values) > 1:
+            col = np.log2(nums) if min(nums) > 0 else np.arange(len(values), dtype=float)
+            span = float(col.max() - col.min()) or 1.0
+            out.append(((col - col.min()) / span)[:, None])
+        elif len(values) == 2:
+            out.append(np.array([[0.0], [1.0]]))
+        else:
+            out.append(np.eye(len(values)))
+    return out
+
+
+def quadratic(rows: Any, tables: list[Any]) -> Any:
+    """Rows of value indices as features: each knob's columns (``tables``), their squares and
+    the products of every two columns of different knobs (a boundary ``a*b <= c``, a band
+    ``32 <= x*y <= 1024``, or a switch that matters only with another's value)."""
+    import numpy as np
+
+    cols = [t[rows[:, d]] for d, t in enumerate(tables)]
+    base = np.hstack(cols)
+    owner = np.concatenate([np.full(c.shape[1], d) for d, c in enumerate(cols)])
+    i, j = np.triu_indices(base.shape[1])
+    keep = (owner[i] != owner[j]) | (i == j)
+    return np.hstack([base, base[:, i[keep]] * base[:, j[keep]]])
+
+
+def logistic_share(x: Any, built: Any, px: Any, l2: float = 3.0, steps: int = 25) -> Any:
+    """P(builds) at ``px`` from a Bayesian logistic regression on ``x`` (L2 prior, Newton steps
+    to the mode, Laplace's approximation for its spread) and the outcomes ``built`` (1.0 / 0.0):
+    where the data say little (far from every route tried) the probability is moderated toward
+    1/2 instead of extrapolated to 0 or 1. Without both outcomes, their share everywhere."""
+    import numpy as np
+
+    rate = float(built.mean()) if len(built) else 1.0
+    if rate in (0.0, 1.0):
+        return np.full(len(px), rate if len(built) else 1.0)
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    a = np.hstack([np.ones((len(x), 1)), (x - mu) / sd])
+    b = np.hstack([np.ones((len(px), 1)), (px - mu) / sd])
+    w = np.zeros(a.shape[1])
+    w[0] = np.log(rate / (1 - rate))
+    reg = np.full(a.shape[1], l2)
+    reg[0] = 1e-6
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -30, 30)))
+        grad = a.T @ (p - built) + reg * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-6:
+            break
+    p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -30, 30)))
+    hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg)
+    var = np.einsum("ij,ij->i", b, np.linalg.solve(hess, b.T).T)  # Laplace: the weights' spread
+    z = (b @ w) / np.sqrt(1.0 + np.pi * var / 8.0)  # moderated: unexplored corners tend to 1/2
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def learned_share(rows: Any, built: Any, pool: Any, sizes: Any, tables: list[Any]) -> Any:
+    """``feasibility_model=learned``: the lower of :func:`pairwise_share` (a pair of values seen
+    failing) and :func:`logistic_share` on the knobs' sizes, squares and products (``tables``:
+    :func:`size_features`), so a limit like ``block_x * block_y <= 1024`` reaches pairs never
+    tried."""
+    import numpy as np
+
+    pair = pairwise_share(rows, built, pool, sizes)
+    logit = logistic_share(quadratic(rows, tables), built, quadratic(pool, tables))
+    return np.minimum(pair, logit)
+
+
+def novelty(pool: Any, tried: list, sizes: Any) -> Any:
+    """Per pool row, how many of its knob values no route in ``tried`` has."""
+    import numpy as np
+
+    seen = [np.zeros(size, dtype=bool) for size in sizes]
+    for t in tried:
+        for d, j in enumerate(t):
+            seen[d][j] = True
+    return sum((~seen[d][pool[:, d]]).astype(float) for d in range(len(sizes)))

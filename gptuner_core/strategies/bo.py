@@ -8,7 +8,12 @@ power of two", which GPU block and tile sizes follow and a smooth model over pos
 A Gaussian process (:mod:`._gp`, refitted as results come back) models the log median latency of
 the routes that built; a feasibility model (:mod:`._feasibility`) the probability that a route
 builds, from those that failed (BUILD_FAILED, CRASHED, TIMED_OUT, ACCURACY_FAILED, or absent
-from a recording: infeasible) and those that built.
+from a recording: infeasible) and those that built. By default (``feasibility_model=learned``)
+it is the lower of a pairwise share (a pair of knob values seen failing, failures blamed on
+their worst pairs) and a Bayesian logistic regression on the knobs' log sizes, their squares and
+products (GPU limits such as ``block_x * block_y <= 1024`` reach pairs never tried; far from the
+routes tried it is unsure, not certain). Only candidates predicted to build with probability
+``feasible_at`` or more compete when there are any; each proposal's ``info`` has ``p_build``.
 
 Each proposal scores a sampled pool (random routes drawn with the strategy's seed, the one-off
 neighbours of the best routes, random two/three-off neighbours of the best): only candidates
@@ -35,6 +40,8 @@ from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import Strategy
 from gptuner_core.strategies._bo_options import OPTIONS
 from gptuner_core.strategies._bo_options import TURNS
+from gptuner_core.strategies._features import _numeric
+from gptuner_core.strategies._features import powers_of_two
 from gptuner_core.strategies._gp import fit_subset
 from gptuner_core.strategies._gp import prior_line
 
@@ -44,25 +51,6 @@ if TYPE_CHECKING:
 
     from gptuner_core.records import CandidateRecord
 
-
-
-def _numeric(values: Sequence[str]) -> bool:
-    try:
-        [float(v) for v in values]
-    except ValueError:
-        return False
-    return True
-
-
-def powers_of_two(values: Sequence[str]) -> tuple[float, ...] | None:
-    """1.0 / 0.0 per value: is it a power of two; ``None`` unless the knob is a size (positive
-    integers: with a 0 among them it is a level, a count or a switch) with more than two values
-    that mixes at least two powers of two with other values (a block size 16, 32, 48 ... 256:
-    GPU hardware favours 32, 64, 128, 256, a zig-zag over positions)."""
-    if len(values) <= 2 or not all(v.isdigit() and int(v) > 0 for v in values):
-        return None
-    flags = tuple(float(n & (n - 1) == 0) for n in map(int, values))
-    return flags if 2 <= sum(flags) < len(flags) else None
 
 
 class BoStrategy(Strategy):
@@ -110,6 +98,8 @@ class BoStrategy(Strategy):
         self._fitted_at: dict[str, int] = {}
         self._source: dict[tuple[int, ...], float | None] = {}
         self._source_gp: Any = None
+        self._size_tables: list[Any] | None = None  # feasibility_model=learned's features
+        self._p_build: Any = None  # P(builds) of the last scored pool
         if self.prior is not None:
             self._load_prior()
 
@@ -291,13 +281,27 @@ class BoStrategy(Strategy):
         if not len(acq):
             return acq
         feasible = self._feasible(pool, px, ok, bad)
+        self._p_build = feasible
         if turn == 3 and len(y):  # polish: the best one-off neighbour of the best route so far
             near = (pool != np.array(ok[int(np.argmin(y))])).sum(1) == 1
+            near &= feasible >= self.opts["feasible_at"]  # none likely to build: a usual turn
             if near.any():
-                return np.where(near, acq * feasible + 1e-12 * feasible, -1.0)
+                return np.where(self._likely(feasible, near), acq * feasible + 1e-12 * feasible, -1.0)
         # a constraint, not a weight: only routes nearly as likely to build as the likeliest
         # compete on expected improvement (EI x P alone still chased far, failing corners)
-        return np.where(feasible >= self.opts["min_feasible"] * feasible.max(), acq * feasible, -1.0)
+        return np.where(self._likely(feasible), acq * feasible, -1.0)
+
+    def _likely(self, feasible: Any, among: Any = None) -> Any:
+        """The candidates that compete: P(builds) at least ``feasible_at`` where any (among
+        ``among``) reach it, and at least ``min_feasible`` x the likeliest's."""
+        import numpy as np
+
+        among = np.ones(len(feasible), dtype=bool) if among is None else among
+        top = float(feasible[among].max()) if among.any() else 0.0
+        floor = self.opts["min_feasible"] * top
+        if top >= self.opts["feasible_at"]:
+            floor = max(floor, self.opts["feasible_at"])
+        return among & (feasible >= floor)
 
     def _turn(self) -> int:
         """Which acquisition turn this proposal is (a subclass may count only some proposals)."""
@@ -318,6 +322,13 @@ class BoStrategy(Strategy):
             built = np.array([1.0] * len(ok) + [0.0] * len(bad))
             if self.opts["feasibility_model"] == "pairs":
                 p = pairwise_share(rows, built, pool, self._sizes)
+            elif self.opts["feasibility_model"] == "learned":
+                from gptuner_core.strategies._feasibility import learned_share
+                from gptuner_core.strategies._feasibility import size_features
+
+                if self._size_tables is None:
+                    self._size_tables = size_features([self.space.terms[i].values for i in self._var])
+                p = learned_share(rows, built, pool, self._sizes, self._size_tables)
             else:
                 hyper = self._hyper.get("latency")
                 scales = np.minimum(np.asarray(hyper.scales), 1.0) * 0.5 if hyper else 0.25
@@ -342,20 +353,36 @@ class BoStrategy(Strategy):
         if len(taken - {None}) >= self._total:
             return None
         ok, ys, bad = self._observations(history)
-        phase = "model"
+        phase, p_build = "model", None
         if self._source_gp is None and self._own < self.opts["n_initial"]:
             pool, phase = self._rng.integers(0, self._sizes, size=(64, len(self._sizes))), "initial"
             pool = pool[[tuple(int(j) for j in r) not in taken for r in pool]]
             choice = pool[0] if len(pool) else None
+            if choice is not None:
+                from gptuner_core.strategies._feasibility import novelty
+  # spread: the most knob values no built route has yet,
+                p = (self._feasible(pool, self._features(pool), ok, bad)  # among those likely
+                     if bad and self.opts["feasibility"] else np.ones(len(pool)))  # to build
+                new = novelty(pool, ok + bad, self._sizes) + 1e-3 * np.arange(len(pool))[::-1] / len(pool)
+                fine = p >= min(self.opts["feasible_at"], float(p.max()))
+                at = int(np.argmax(np.where(fine, new, -1.0)))
+                choice, p_build = pool[at], float(p[at])
         else:
             pool = self._pool(ok, ys, taken)
-            choice = pool[int(np.argmax(self._score(pool, ok, ys, bad)))] if len(pool) else None
+            self._p_build = None
+            at = int(np.argmax(self._score(pool, ok, ys, bad))) if len(pool) else None
+            choice = pool[at] if at is not None else None
+            if at is not None and self._p_build is not None:
+                p_build = float(self._p_build[at])
         if choice is None:
             choice = self._any_untaken(taken)
             if choice is None:
                 return None
         self._own += 1
-        return Proposal(route=self._route(choice), info={"search": "bo", "phase": phase})
+        info = {"search": "bo", "phase": phase}
+        if p_build is not None:
+            info["p_build"] = round(p_build, 3)
+        return Proposal(route=self._route(choice), info=info)
 
     def _any_untaken(self, taken: set) -> tuple[int, ...] | None:
         from gptuner_core.strategies.random import random_indices

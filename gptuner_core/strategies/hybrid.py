@@ -13,10 +13,14 @@ own (sampled pool, feasibility constraint, acquisition portfolio); the others ar
   neighbours tried goes next) and the GP picks the value by expected improvement over the
   centre, among those about as likely to build as the likeliest; a faster neighbour becomes the
   centre at once;
-* a centre whose one-off neighbours are all tried (or ``patience`` turns spent) is a finished
-  local optimum. Every other time (``restart=random``) the next climb starts at a random route
+* a centre whose one-off neighbours are all tried, or none of them likely to build
+  (``feasible_at``), or ``patience`` turns spent, is a finished local optimum. Every other time (``restart=random``) the next climb starts at a random route
   likely to build, away from every finished centre, and follows its own best route until it
   finishes; otherwise the centre is the best route elsewhere. The model keeps what it learnt.
+
+After ``stall`` routes without a faster one (a seed stuck in a basin), every other proposal is
+a global one until a faster route is found (on convolution A100 the worst of 10 seeds at 200
+builds went from 67.7 % to 88.6 % of the optimum).
 
 The model orders the climbs but never ends one: ending a climb when the GP gave no neighbour
 a 5 % chance of being faster lost 1-10 points at 200 builds (it is overconfident there).
@@ -73,6 +77,11 @@ class HybridStrategy(BoStrategy):
             "ei: the best expected improvement of all the neighbours",
             default="knobs", choices=("knobs", "ei"),
         ),
+        "stall": StrategyOption(
+            description="after this many routes without a faster one, every other proposal is "
+            "a global (bo) one until one is found (0: never)",
+            default=25, type=int,
+        ),
         "restart_distance": StrategyOption(
             description="a new centre differs from every finished one in at least this many "
             "knobs (unless it is faster)",
@@ -93,6 +102,7 @@ class HybridStrategy(BoStrategy):
         self._tries: dict[tuple[int, ...], int] = {}  # local turns spent around each centre
         self._climb: set[tuple[int, ...]] = set()  # a climb from a random start: its routes
         self._global = 0
+        self._p_build_local = 1.0
 
     def _turn(self) -> int:
         """bo's acquisition turns count only the global proposals (with a prior: all of them)."""
@@ -104,7 +114,10 @@ class HybridStrategy(BoStrategy):
         import numpy as np
 
         model = self._own >= self.opts["n_initial"] and self._source_gp is None
-        if not model or self._own % self.opts["cycle"] == 0 or not self._var:
+        cycle = self.opts["cycle"]
+        if model and self.opts["stall"] and self._stalled(history) >= self.opts["stall"]:
+            cycle = 2  # no faster route for a while: every other proposal is a global one
+        if not model or self._own % cycle == 0 or not self._var:
             if model:
                 self._global += 1
             return super().ask(history, pending)
@@ -119,12 +132,24 @@ class HybridStrategy(BoStrategy):
             self._global += 1
             return super().ask(history, pending)
         self._own += 1
-        info = {"search": "hybrid", "phase": "local", "finished": len(self._done)}
+        info = {"search": "hybrid", "phase": "local", "finished": len(self._done),
+                "p_build": round(self._p_build_local, 3)}
         if self._centre is None:  # a random start of a new climb
             info["phase"] = "restart"
         else:
             info["centre"] = str(self._route(self._centre))
         return Proposal(route=self._route(choice), info=info)
+
+    @staticmethod
+    def _stalled(history: Sequence[CandidateRecord]) -> int:
+        """Routes evaluated since the last one faster than every route before it."""
+        best, since = float("inf"), 0
+        for rec in history:
+            since += 1
+            lat = rec.latency.median_ms if rec.eligible and rec.latency is not None else None
+            if lat is not None and lat < best:
+                best, since = lat, 0
+        return since
 
     def _neighbours(self, centre: tuple[int, ...], taken: set) -> tuple[Any, Any]:
         """Untaken one-off neighbours of ``centre``, then random two/three-off ones."""
@@ -207,7 +232,8 @@ class HybridStrategy(BoStrategy):
                 pool = np.vstack([one, far]) if len(far) and self.opts["reach"] > 1 else one
                 turn = self._knobs_in_turn(pool, centre, taken)
                 choice = self._rank(pool, ok, y, bad, float(y[at]), turn)
-                break
+                if choice is not None:
+                    break
             self._done.append((centre, float(y[at])))  # a local optimum: finished
             restart = self.opts["restart"] == "random" and len(self._done) % 2 == 1
             if self._climb or not restart:
@@ -239,11 +265,11 @@ class HybridStrategy(BoStrategy):
         if not len(pool):
             return None
         feasible = self._feasible(pool, self._features(pool), ok, bad)
-        likely = np.flatnonzero(feasible >= self.opts["min_feasible"] * feasible.max())
+        likely = np.flatnonzero(self._likely(feasible))
         return tuple(int(j) for j in pool[likely[0]])
 
     def _rank(self, pool: Any, ok: list, y: Any, bad: list, centre_y: float,
-              turn: Any) -> tuple[int, ...]:
+              turn: Any) -> tuple[int, ...] | None:
         """The neighbour with the best expected improvement over the centre: of the knobs with a
         move at least half as likely to build as the likeliest, the one whose turn it is
         (``turn``: fewest tried), and of its moves those about as likely to build as its
@@ -256,11 +282,15 @@ class HybridStrategy(BoStrategy):
         mean, std, _, _ = self._posterior(pool, px, ok, list(y))
         acq = expected_improvement(mean, std, centre_y, xi=0.0) + 1e-12
         feasible = self._feasible(pool, px, ok, bad)
+        if feasible.max() < self.opts["feasible_at"]:  # no neighbour likely to build: finished
+            return None
         # the knob whose turn it is, among knobs with a move at least half as likely to build
         # as the likeliest; then its values about as likely to build as its likeliest
         knob = turn >= 0  # one-off rows; the others (reach=3) take no turn
         rivals = knob & (feasible >= 0.5 * feasible.max())
         mine = ~knob | (turn <= turn[rivals].min()) if rivals.any() else np.ones(len(pool), bool)
-        likely = mine & (feasible >= self.opts["min_feasible"] * feasible[mine].max())
+        likely = self._likely(feasible, mine)
         score = np.where(likely, acq * feasible, -1.0)
-        return tuple(int(j) for j in pool[int(np.argmax(score))])
+        at = int(np.argmax(score))
+        self._p_build_local = float(feasible[at])
+        return tuple(int(j) for j in pool[at])

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from gptuner_core.records import CandidateRecord
 
 BAND = (10, 90)
-#: random search's band is drawn up to this many builds (a whole imported space has 10,000+)
-MAX_BAND_BUILDS = 2000
+#: random search's expectation and band are given per build up to this many builds; past it at
+#: this many build counts spread evenly to the last build (a whole imported space has 10,000+)
+MAX_BAND_POINTS = 2000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +71,13 @@ class RandomBaseline:
     low_s: tuple[float, ...]
     high_s: tuple[float, ...]
     failed_share: float  # expected share of builds on failed or infeasible routes (after the default)
+
+    def expected_at(self, k: int) -> float:
+        """Expected best after ``k`` builds (at the largest laid-out build count <= ``k``)."""
+        import bisect
+
+        i = bisect.bisect_right(self.builds, k)
+        return self.expected[max(i, 1) - 1]
 
     def expected_at_seconds(self, t: float) -> float:
         import bisect
@@ -114,7 +122,8 @@ def baseline_note(recording: Recording) -> str:
 def random_baseline(recording: Recording, budget: int, *, draws: int = 400, seed: int = 0,
                     grid: int = 60) -> RandomBaseline | None:
     """Random search's expectation and band for ``budget`` builds on ``recording``; ``None`` for
-    a space too large to lay out (:func:`baseline_note`)."""
+    a space too large to lay out (:func:`baseline_note`). Per build up to ``MAX_BAND_POINTS``
+    builds, else at ``MAX_BAND_POINTS`` build counts from 1 to ``budget``."""
     import numpy as np
 
     if baseline_note(recording):
@@ -122,31 +131,39 @@ def random_baseline(recording: Recording, budget: int, *, draws: int = 400, seed
     vals, secs, v0, s0 = _space(recording)
     m = len(vals)
     budget = max(1, min(budget, m + 1))
+    ks = np.arange(1, budget + 1)
+    if budget > MAX_BAND_POINTS:
+        ks = np.unique(np.linspace(1, budget, MAX_BAND_POINTS).round().astype(np.int64))
     w = np.sort(np.maximum(vals, v0))[::-1]
-    expected = [v0]
-    for k in range(2, budget + 1):
-        d = k - 1  # draws besides the default
+    expected = [v0] if ks[0] == 1 else []
+    for k in ks[ks >= 2]:
+        d = int(k) - 1  # draws besides the default
         # P(the i-th largest is the best of d draws) = C(m-1-i, d-1) / C(m, d), i = 0..m-d:
         # d/m for i = 0, then each next one (m-i-d)/(m-1-i) times the previous
         i = np.arange(m - d)
         p = (d / m) * np.concatenate(([1.0], np.cumprod((m - i - d) / (m - 1 - i))))
         expected.append(float(np.sum(w[: m - d + 1] * p)))
     rng = np.random.default_rng(seed)
-    best = np.empty((draws, budget))
-    spent = np.empty((draws, budget))
-    for j in range(draws):
+    best = np.empty((draws, len(ks)))
+    ends = np.empty(draws)
+    orders = []
+    for j in range(draws):  # the band at the laid-out build counts; each order's last seconds
         pick = rng.choice(m, size=budget - 1, replace=False) if budget > 1 else np.zeros(0, int)
-        best[j] = np.maximum.accumulate(np.concatenate(([v0], np.maximum(vals[pick], v0))))
-        spent[j] = np.cumsum(np.concatenate(([s0], secs[pick])))
+        full = np.maximum.accumulate(np.concatenate(([v0], np.maximum(vals[pick], v0))))
+        best[j] = full[ks - 1]
+        ends[j] = s0 + float(secs[pick].sum())
+        orders.append(pick.astype(np.int32))
     lo, hi = BAND
-    top = float(np.median(spent[:, -1])) if budget > 1 else s0
+    top = float(np.median(ends)) if budget > 1 else s0
     ts = np.linspace(0.0, max(top, 1e-9), grid)
     at = np.empty((draws, grid))
-    for j in range(draws):
-        idx = np.searchsorted(spent[j], ts, side="right")
-        at[j] = np.where(idx > 0, best[j][np.maximum(idx - 1, 0)], 0.0)
+    for j, pick in enumerate(orders):
+        full = np.maximum.accumulate(np.concatenate(([v0], np.maximum(vals[pick], v0))))
+        spent = np.cumsum(np.concatenate(([s0], secs[pick])))
+        idx = np.searchsorted(spent, ts, side="right")
+        at[j] = np.where(idx > 0, full[np.maximum(idx - 1, 0)], 0.0)
     return RandomBaseline(
-        builds=tuple(range(1, budget + 1)), expected=tuple(expected),
+        builds=tuple(int(k) for k in ks), expected=tuple(expected),
         low=tuple(np.percentile(best, lo, axis=0)), high=tuple(np.percentile(best, hi, axis=0)),
         seconds=tuple(float(t) for t in ts), expected_s=tuple(at.mean(axis=0)),
         low_s=tuple(np.percentile(at, lo, axis=0)), high_s=tuple(np.percentile(at, hi, axis=0)),
@@ -224,7 +241,7 @@ def study_curves(records: Sequence[CandidateRecord], config: dict[str, Any],
     if recording is None:
         return study_curve(finished), None, False
     opt, _ = recording.optimum()
-    budget = max(1, min(len(finished), MAX_BAND_BUILDS))
+    budget = max(1, len(finished))
     return study_curve(finished, opt), random_baseline(recording, budget), True
 
 

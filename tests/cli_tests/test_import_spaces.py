@@ -130,6 +130,9 @@ def test_replay_tune_and_explain_read_an_imported_space(capsys, tmp_path, files)
     with open_store(tuned, readonly=True) as store:
         recs = store.candidates()
         assert 1 < len(recs) <= 10 and recs[0].requested_route.startswith("-kt:a=1 -kt:b=16")
+        winner = store.winner()
+    assert winner is not None and winner.replayed  # issue 40 item 6: nothing ran in fresh processes
+    assert "fresh processes" not in winner.sentence() and "re-measurement" not in winner.sentence()
     code, text, err = run(capsys, "explain", str(study))
     assert code == 0, err
     assert "-kt:a" in text

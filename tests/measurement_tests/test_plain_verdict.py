@@ -50,3 +50,23 @@ def test_rank_interval_out_of_reach_falls_back_and_decides():
     text = f"{win.headline()} {win.sentence()}"
     assert not re.search(r"signed-rank|pocock|bonferroni", text, re.IGNORECASE)
     assert set(re.findall(r"(\d+) rounds", text)) == {str(res.rounds)}
+
+
+def test_a_replayed_verdict_does_not_claim_fresh_processes():
+    """Issue 40 item 6: a study replayed from a recording ran nothing, yet its verdict read
+    "re-measured against it in 4 rounds of fresh processes"."""
+    from gptuner_core.records.study import Verdict
+    from gptuner_core.records.study import Winner
+
+    common = dict(number=3, speedup=1.5, ci=(1.4, 1.6), message="m", rounds=4, best=3,
+                  best_speedup=1.5, best_ci=(1.4, 1.6))
+    real = Winner(verdict=Verdict.WINNER, **common)
+    replayed = Winner(verdict=Verdict.WINNER, replayed=True, **common)
+    assert "fresh processes" in real.sentence()
+    assert "fresh processes" not in replayed.sentence()
+    assert "4 rounds of the recording's samples" in replayed.sentence()
+    assert Winner.from_json(replayed.to_json()) == replayed
+    assert Winner.from_json({k: v for k, v in real.to_json().items() if k != "replayed"}) == real
+    for kind in (Verdict.NOT_FASTER, Verdict.INCONCLUSIVE):
+        text = Winner(verdict=kind, replayed=True, **{**common, "number": 0}).sentence()
+        assert "re-measurement" not in text and "recording's samples" in text, text

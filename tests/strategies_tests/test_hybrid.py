@@ -154,3 +154,34 @@ def test_local_moves_take_the_knobs_in_turn():
                 local += 1
             seen.append(route)
         assert local >= 20  # the check saw a climb
+
+
+def test_the_learned_failure_model_spends_fewer_builds_on_failures(rec):
+    """Issue 40 item 2: the default failure model (pairs and a logistic model on the knobs'
+    sizes) against the kernel share alone, same seeds: far fewer failed builds, and each model
+    proposal says how likely it judged the route to build."""
+    learned = [simulate("hybrid", rec, 60, seed=s, budget_fraction=0.0) for s in range(4)]
+    kernel = [simulate("hybrid", rec, 60, seed=s, budget_fraction=0.0, feasibility_model="kernel")
+              for s in range(4)]
+    mean = lambda runs: sum(failed_share(r) for r in runs) / len(runs)  # noqa: E731
+    assert mean(learned) < 0.7 * mean(kernel)
+    judged = [s.info["p_build"] for r in learned for s in r.trace if s.info.get("phase") == "local"]
+    assert judged and all(0.0 <= p <= 1.0 for p in judged)
+
+
+def test_a_stalled_search_turns_global_more_often(rec):
+    """Issue 40 item 3: after ``stall`` routes without a faster one, every other proposal is a
+    global (bo) one instead of one in ``cycle``."""
+    from gptuner_core.strategies.hybrid import HybridStrategy
+
+    def globals_(stall: int) -> int:
+        run = simulate("hybrid", rec, 60, seed=1, budget_fraction=0.0, stall=stall)
+        return sum(s.info.get("phase") == "model" for s in run.trace)
+
+    assert globals_(3) > globals_(0)
+    by_latency = {r.latency.median_ms: r for r in rec.records if r.eligible}
+    built = [by_latency[k] for k in sorted(by_latency, reverse=True)]  # slower to faster
+    failed = next(r for r in rec.records if not r.eligible)
+    assert HybridStrategy._stalled([]) == 0
+    assert HybridStrategy._stalled(built[:3]) == 0  # each one faster than the ones before
+    assert HybridStrategy._stalled([*built[1:3], built[0], failed]) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -72,7 +73,7 @@ def revalidate_winner(
             store.add_event("revalidation", {"error": str(exc)})
             return verdict.revalidation_failed(eligible[0], str(exc))
         store.add_event("revalidation", payload)
-        return winner
+        return dataclasses.replace(winner, replayed=True) if cfg.backend == "replay" else winner
     from gptuner_core.engine.evaluate.round_prefetch import attach
     from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
 
@@ -98,7 +99,8 @@ def revalidate_winner(
     root = getattr(getattr(getattr(evaluator, "ctx", None), "workspace", None), "root", None)
     times = round_times(Path(root), since=began) if root is not None else []
     store.add_event("revalidation", {**result.to_json(), **({"round_times": times} if times else {})})
-    return verdict.too_busy(verdict.from_sequential(result, ties), history)
+    win = verdict.too_busy(verdict.from_sequential(result, ties), history)
+    return dataclasses.replace(win, replayed=True) if cfg.backend == "replay" else win
 
 
 def round_purpose(round_index: int, number: int) -> str:
