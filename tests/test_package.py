@@ -64,48 +64,13 @@ def _module_imports() -> dict[str, set[str]]:
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-
-    def strong(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in graph:
-                continue
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return out
-
-
 def test_no_import_cycle_inside_the_package():
     """No two modules import each other, directly or round about (issue 42: 7 circles, among them
     knobs <-> routes and config -> config_checks -> strategies -> warm_start -> config). The same
     rule as the ``no_cycles`` import-linter contract, without import-linter."""
-    assert _cycles(_module_imports()) == []
+    from gptuner_core.testing.import_contracts import strongly_connected
+
+    assert strongly_connected(_module_imports()) == []
 
 
 def _imported_modules(path: Path) -> list[tuple[int, str]]:

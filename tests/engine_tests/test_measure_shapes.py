@@ -145,22 +145,26 @@ class _Remeasured:
         self.calls = 0
 
     def remeasure(self, record, purpose, scale=1.0):
-        from gptuner_core.records import CandidateState
-        from gptuner_core.records import ChildResult
-        from gptuner_core.records import LatencyStats
-        from gptuner_core.records import ShapeLatency
-
         self.calls += 1
-        base = {0: (2.0, 10.0), 1: (1.0, 12.5)}[record.number]
-        shapes = []
-        for label, ms in zip(("x:1x8", "x:32x8"), base, strict=True):
-            samples = tuple(ms * (1 + 0.01 * self.rng.standard_normal(20)))
-            med = float(np.median(samples))
-            stats = LatencyStats(median_ms=med, mean_ms=med, min_ms=med, p5_ms=med, p95_ms=med,
-                                 p99_ms=med, cv=0.01, ci_low_ms=med, ci_high_ms=med, n_samples=20)
-            shapes.append(ShapeLatency(label=label, latency=stats, samples_ms=samples))
-        return ChildResult(state=CandidateState.COMPLETE, latency=shapes[0].latency,
-                           samples_ms=shapes[0].samples_ms, shapes=tuple(shapes))
+        return _at_shapes(self.rng, {0: (2.0, 10.0), 1: (1.0, 12.5)}[record.number])
+
+
+def _at_shapes(rng, base):
+    """A measuring process's result at the shapes x:1x8 and x:32x8: ``base`` ms each, 1 % noise."""
+    from gptuner_core.records import CandidateState
+    from gptuner_core.records import ChildResult
+    from gptuner_core.records import LatencyStats
+    from gptuner_core.records import ShapeLatency
+
+    shapes = []
+    for label, ms in zip(("x:1x8", "x:32x8"), base, strict=True):
+        samples = tuple(ms * (1 + 0.01 * rng.standard_normal(20)))
+        med = float(np.median(samples))
+        stats = LatencyStats(median_ms=med, mean_ms=med, min_ms=med, p5_ms=med, p95_ms=med,
+                             p99_ms=med, cv=0.01, ci_low_ms=med, ci_high_ms=med, n_samples=20)
+        shapes.append(ShapeLatency(label=label, latency=stats, samples_ms=samples))
+    return ChildResult(state=CandidateState.COMPLETE, latency=shapes[0].latency,
+                       samples_ms=shapes[0].samples_ms, shapes=tuple(shapes))
 
 
 @pytest.mark.parametrize(("objective", "verdict", "number"), [
@@ -201,21 +205,7 @@ class _Twins:
         self.rng = np.random.default_rng(seed)
 
     def remeasure(self, record, purpose, scale=1.0):
-        from gptuner_core.records import CandidateState
-        from gptuner_core.records import ChildResult
-        from gptuner_core.records import LatencyStats
-        from gptuner_core.records import ShapeLatency
-
-        base = (2.0, 10.0) if record.number == 0 else (1.0, 5.0)
-        shapes = []
-        for label, ms in zip(("x:1x8", "x:32x8"), base, strict=True):
-            samples = tuple(ms * (1 + 0.01 * self.rng.standard_normal(20)))
-            med = float(np.median(samples))
-            stats = LatencyStats(median_ms=med, mean_ms=med, min_ms=med, p5_ms=med, p95_ms=med,
-                                 p99_ms=med, cv=0.01, ci_low_ms=med, ci_high_ms=med, n_samples=20)
-            shapes.append(ShapeLatency(label=label, latency=stats, samples_ms=samples))
-        return ChildResult(state=CandidateState.COMPLETE, latency=shapes[0].latency,
-                           samples_ms=shapes[0].samples_ms, shapes=tuple(shapes))
+        return _at_shapes(self.rng, (2.0, 10.0) if record.number == 0 else (1.0, 5.0))
 
 
 def test_minimax_twins_name_the_same_route_by_the_tie_rule():
