@@ -153,12 +153,13 @@ def sentence(w: Winner) -> str:
     if v == "inconclusive":
         first = (f"No route was shown faster after {_rounds(w.rounds)} of {_remeasured(w)}, "
                  "so the default is kept")
-        if w.busy_share is not None:
-            first = f"{too_busy(w)[0].upper()}{too_busy(w)[1:]}. {first}"
         if lead:
             first += (f": the closest, {lead} with {conf} confidence, neither clears {thr} "
                       "nor rules it out")
-        if w.projected_rounds and w.projected_rounds > w.rounds:
+        if w.busy_share is not None:  # the headline says "too busy" first; this says why, once
+            more = (f"Other programs ran during {_pct(w.busy_share)} of the measurements: close them "
+                    "and run the study again; more rounds on a machine this busy would not settle it.")
+        elif w.projected_rounds and w.projected_rounds > w.rounds:
             more = (f"About {w.projected_rounds - w.rounds} more rounds "
                     f"({w.projected_rounds} in all), or a quieter machine, would decide.")
         elif lead and w.best_ci:
