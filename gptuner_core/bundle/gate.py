@@ -147,16 +147,14 @@ def with_busy(decision: Decision, message: str, busy: list[bool]) -> tuple[str, 
     other programs more than ``engine.decide.verdict.BUSY_SHARE`` of the time (``busy``: one flag per
     measurement): the line then says so, and what to do, first (issue 41: more rounds are the
     wrong advice there). Otherwise ``(message, None)``."""
-    from gptuner_core.engine.decide.verdict import BUSY_SHARE
+    from gptuner_core.engine.decide.verdict import busy_share
     from gptuner_core.records.verdict_text import busy_words
 
-    if decision is not Decision.INCONCLUSIVE or not busy:
-        return message, None
-    share = sum(busy) / len(busy)
-    if share <= BUSY_SHARE:
+    share = busy_share(busy) if decision is Decision.INCONCLUSIVE else None
+    if share is None:
         return message, None
     rest = message.removeprefix("inconclusive: ")
-    return f"inconclusive: {busy_words(share, 'the gate')}; {rest}", round(share, 3)
+    return f"inconclusive: {busy_words(share, 'the gate')}; {rest}", share
 
 
 def gate_plan(settings: GateSettings) -> SequentialPlan:

@@ -227,8 +227,15 @@ def too_busy(winner: Winner, history: Sequence[CandidateRecord]) -> Winner:
     before the round count (issue 41: "about 1505 more rounds" was the wrong advice there)."""
     if winner.verdict is not Verdict.INCONCLUSIVE:
         return winner
-    measured = [r for r in history if r.latency is not None]
-    if not measured:
-        return winner
-    share = sum(1 for r in measured if r.telemetry.get("busy")) / len(measured)
-    return dataclasses.replace(winner, busy_share=round(share, 3)) if share > BUSY_SHARE else winner
+    share = busy_share([bool(r.telemetry.get("busy")) for r in history if r.latency is not None])
+    return dataclasses.replace(winner, busy_share=share) if share is not None else winner
+
+
+def busy_share(busy: Sequence[bool]) -> float | None:
+    """The share of measurements other programs ran beside (``busy``: one flag each), rounded,
+    when it is over :data:`BUSY_SHARE`; ``None`` when it is not, or nothing was measured. The
+    one rule for a study's verdict (:func:`too_busy`) and a gate's (``bundle.gate.with_busy``)."""
+    if not busy:
+        return None
+    share = sum(busy) / len(busy)
+    return round(share, 3) if share > BUSY_SHARE else None
