@@ -83,18 +83,24 @@ def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fr
     assert "the launcher has 2 threads" in caplog.text
 
 
-def _tune(study: Path, monkeypatch, overlap: str, workers: int) -> list:
+def _faulty_tune(study: Path, monkeypatch, overlap: str, expr: str, workers: int, *extra: str) -> list[str]:
+    """``gptuner tune`` arguments of a faulty-backend study of the digits CNN (its own lock
+    folder beside the study, overlap set as given)."""
     monkeypatch.setenv("GPTUNER_LOCK_DIR", str(study.parent / "locks"))
     monkeypatch.setenv("GPTUNER_OVERLAP", overlap)
-    args = [
+    return [
         "tune", str(REPO / "assets/cnn_digits.onnx"),
         "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
         "--backend-option", "device_free_builds=true",
         "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
-        "--expr", "-fault:label=[a|b] -fault:sleep_ms=[0|1500|200]", "--search", "full",
-        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "0",
-        "--study", str(study), "--quiet", "--build-workers", str(workers),
+        "--expr", expr, "--search", "full", "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8",
+        *extra, "--study", str(study), "--quiet", "--build-workers", str(workers),
     ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+
+
+def _tune(study: Path, monkeypatch, overlap: str, workers: int) -> list:
+    args = _faulty_tune(study, monkeypatch, overlap, "-fault:label=[a|b] -fault:sleep_ms=[0|1500|200]",
+                        workers, "--revalidate-top-k", "0")
     assert main(args) == 0
     with open_store(study, readonly=True) as store:
         return store.candidates()
@@ -277,18 +283,9 @@ def test_round_processes_start_while_the_last_candidates_are_still_screened(tmp_
     about a second here: 40 ms per call): round 0 began before the re-validation did, and the
     study ends with the same kind of verdict and no process left waiting."""
     study = tmp_path / "ahead"
-    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
-    args = [
-        "tune", str(REPO / "assets/cnn_digits.onnx"),
-        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
-        "--backend-option", "device_free_builds=true",
-        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
-        "--expr", "-fault:tie=[slow|x|y] -fault:call_ms=40 -fault:sleep_ms=100", "--search", "full",
-        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
-        "--revalidate-rounds", "2", "--drift-every", "0", "--profile-runs", "0",
-        "--study", str(study), "--quiet", "--build-workers", "4",
-    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    args = _faulty_tune(study, monkeypatch, "on", "-fault:tie=[slow|x|y] -fault:call_ms=40 -fault:sleep_ms=100", 4,
+                        "--revalidate-top-k", "1", "--revalidate-rounds", "2", "--drift-every", "0",
+                        "--profile-runs", "0")
     assert main(args) in (0, 3)
     with open_store(study, readonly=True) as store:
         (event,) = [e.payload for e in store.events("revalidation")]
