@@ -112,6 +112,8 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=No
     t0 = time.perf_counter()
     history = []
     routes = [default, effect] if effect is not None else [default] * copies
+    prefixed = _Prefixed(evaluator, f"aa/s{index:02d}")
+    rounds_ahead(cfg, prefixed, [route.replace(number=n) for n, route in enumerate(routes)])
     for number, route in enumerate(routes):
         res = evaluator.remeasure(route, f"aa/s{index:02d}/screen_{number:02d}")
         if not res.ok or res.latency is None:
@@ -121,7 +123,8 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=No
         history.append(verdict.with_speedup(rec, history[0] if history else None))
     screen_s = time.perf_counter() - t0
     study_cfg = cfg.replace(seed=index)
-    won = revalidate_winner(study_cfg, _Prefixed(evaluator, f"aa/s{index:02d}"), store, history)
+    began = time.time()  # round 0's wall: from here (its processes started before screening)
+    won = revalidate_winner(study_cfg, prefixed, store, history)
     screened = {r.number: (r.speedup or 1.0) for r in history}
     return {
         "study": index, "screen_speedups": screened, "verdict": won.verdict.value if won else "-",
@@ -130,8 +133,21 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=No
         # the re-validated estimate of route B against the default, winner or not
         "speedup": (won.speedup if won.significant else won.best_speedup) if won is not None else None,
         "screen_s": screen_s, "wall_s": time.perf_counter() - t0,
-        "round_times": round_times(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}"),
+        "round_times": round_times(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}", since=began),
     }
+
+
+def rounds_ahead(cfg, prefixed, records) -> None:
+    """Start the re-validation processes of every copy now, as the tuner does once every candidate
+    is built (``finish.start_rounds_ahead``): here every copy's build is in the Inductor cache from
+    the setup study before screening starts, so they load while the copies are screened and round 0
+    does not wait for their compile (the processes stay fresh per round; unused ones are cancelled)."""
+    from gptuner_core.engine.decide.finish import round_purpose
+    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
+
+    if prefixed.prefetching():
+        prefixed.prefetch_rounds([(rec, round_purpose(r, rec.number), ROUND_SCALE)
+                                  for r in range(max(cfg.revalidate_rounds, 2)) for rec in records])
 
 
 class _Prefixed:
