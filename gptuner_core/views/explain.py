@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gptuner_core.views.legend import legend_below
+
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -70,7 +72,7 @@ def layer_diff_figure(diff: LayerDiff, limit: int = 20) -> go.Figure:
         xaxis_title=f"{diff.label_a} ms - {diff.label_b} ms", height=max(300, 26 * len(rows) + 120),
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
     )
-    return fig
+    return legend_below(fig)
 
 
 def effects_frame(effects: Sequence[KnobEffect]) -> pd.DataFrame:
@@ -105,7 +107,7 @@ def effects_figure(effects: Sequence[KnobEffect]) -> go.Figure:
     fig.update_layout(title="Speed-up vs the default value (95 % CI; grey = within noise)",
                       xaxis_type="log", xaxis_title="speed-up (x)", height=max(280, 30 * len(shown) + 120),
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    return fig
+    return legend_below(fig)
 
 
 def importance_frame(items: Sequence[KnobImportance]) -> pd.DataFrame:
@@ -169,4 +171,4 @@ def importance_figure(items: Sequence[KnobImportance]) -> go.Figure:
     fig.update_layout(title="Knob importance (95 % bootstrap CI)", xaxis_title="importance",
                       xaxis_range=[0, 1], height=max(240, 34 * len(shown) + 120),
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    return fig
+    return legend_below(fig)

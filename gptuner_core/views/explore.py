@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+from gptuner_core.views import colors as latency_colors
 from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import knob_columns
 from gptuner_core.views.figures import _layout
 from gptuner_core.views.figures import latency_axis
 from gptuner_core.views.knob_views import levels as value_levels
+from gptuner_core.views.legend import legend_below
 
 
 def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFrame:
@@ -134,7 +136,6 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
     number (``customdata``), shown on hover."""
     import numpy as np
     import plotly.graph_objects as go
-    from plotly.colors import sample_colorscale
 
     info = parallel_coordinates_info(df, max_lines=max_lines, selected=selected)
     k = len(info.axes)
@@ -160,14 +161,13 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
         lo, hi = float(latency.min()), float(latency.max())
         band = np.minimum(((latency - lo) / ((hi - lo) or 1.0) * LATENCY_BANDS).astype(int),
                           LATENCY_BANDS - 1)
-        colors = sample_colorscale("Viridis", [(b + 0.5) / LATENCY_BANDS for b in range(LATENCY_BANDS)])
+        colors = latency_colors.latency_colors(LATENCY_BANDS)
         for b in reversed(range(LATENCY_BANDS)):  # the fastest drawn last, on top
             if (band == b).any():
                 fig.add_trace(lines(band == b, f"latency band {b + 1}", colors[b]))
         fig.add_trace(go.Scatter(  # the colour bar alone: no point drawn
             x=[None], y=[None], mode="markers", name="ms", showlegend=False, hoverinfo="skip",
-            marker={"color": [lo, hi], "colorscale": "Viridis", "cmin": lo, "cmax": hi,
-                    "showscale": True, "colorbar": {"title": {"text": "ms"}}}))
+            marker=latency_colors.latency_marker([lo, hi], low=lo, high=hi)))
     for i, axis in enumerate(info.axes):
         fig.add_shape(type="line", x0=i, x1=i, y0=0, y1=1, line={"color": "#444", "width": 1})
         for at, text in axis.ticks:
@@ -188,7 +188,7 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
                "range": [-0.6, k - 0.6], "fixedrange": True},
         yaxis={"visible": False, "range": [-0.05, 1.05], "fixedrange": True},
     )
-    return fig
+    return legend_below(fig)
 
 
 def timeline_frame(records: Sequence[Any], revalidation: Sequence[Mapping[str, Any]] = (),
@@ -253,30 +253,46 @@ def timeline_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def edf_points(latencies: Sequence[float], *, max_points: int = 1000) -> tuple[list[float], list[float]]:
-    """Sorted latencies and their cumulative fraction, thinned to ``max_points`` quantiles."""
+    """Sorted latencies and their cumulative fraction, thinned to ``max_points`` quantiles, from
+    ``(fastest, 0)``: a step curve drawn from its first point started at 1/n, which read as
+    "1/n of the candidates at the fastest latency"."""
     import numpy as np
 
     x = np.sort(np.asarray([v for v in latencies if v == v], dtype=float))
     if not len(x):
         return [], []
     y = np.arange(1, len(x) + 1) / len(x)
-    if len(x) > max_points:
-        idx = np.unique(np.linspace(0, len(x) - 1, max_points).round().astype(int))
+    if len(x) > max_points - 1:  # room for the (fastest, 0) point
+        idx = np.unique(np.linspace(0, len(x) - 1, max(max_points - 1, 2)).round().astype(int))
         x, y = x[idx], y[idx]
-    return x.tolist(), y.tolist()
+    return [float(x[0]), *x.tolist()], [0.0, *y.tolist()]
+
+
+#: room on each side of the EDF's log axis, a fraction of its span in decades (at least 0.05 of
+#: a decade): the first and last steps sat on the plot's edges
+EDF_PAD = 0.05
 
 
 def edf_figure(frames: Mapping[str, pd.DataFrame], *, eligible_only: bool = True) -> go.Figure:
     """Empirical distribution of median latencies, one curve per study (or per label)."""
+    import math
+
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    shown: list[float] = []
     for label, df in frames.items():
         sub = df[df["category"] == ELIGIBLE] if eligible_only and "category" in df else df
         x, y = edf_points(sub["median_ms"].dropna().tolist())
+        shown += [v for v in x if v > 0]
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"shape": "hv"},
                                  name=f"{label} (n={len(sub):,})"))
     fig.update_xaxes(type="log")
+    if shown:
+        lo, hi = math.log10(min(shown)), math.log10(max(shown))
+        pad = max((hi - lo) * EDF_PAD, 0.05)
+        fig.update_xaxes(range=[lo - pad, hi + pad])
+    fig.update_yaxes(range=[0.0, 1.04], tickformat=".0%")
     return _layout(fig, "Empirical distribution of latencies" + (" (eligible)" if eligible_only else ""),
                    "median latency (ms, log)", "fraction of candidates ≤ x")
 
