@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard.workspace import study_dirs
 from gptuner_core.dashboard.workspace import workspace_dir
 
@@ -38,7 +39,7 @@ WRAP_METRICS = """<style>
   overflow-wrap: anywhere;
 }
 [data-testid="stMetricValue"] { font-size: 1.6rem; line-height: 1.25; }
-</style>"""
+""" + tables.WRAP_TABLES + "</style>"
 
 
 def keep_study_link() -> None:

@@ -323,8 +323,21 @@ def study_line(name: str, config: Mapping[str, Any], fingerprint: Mapping[str, A
         candidates=len(ranked), eligible=len(eligible),
         default_ms=float(default.iloc[0]) if len(default) and default.iloc[0] == default.iloc[0] else None,
         best_ms=float(eligible["median_ms"].min()) if len(eligible) else None,
-        winner=str(win.get("message") or "—"),
+        winner=verdict_line(win),
     )
+
+
+def verdict_line(win: Mapping[str, Any]) -> str:
+    """A study's verdict in one line: its headline (the verdict's speed-up and interval, as on
+    every page) and the interval's stated confidence; "—" before a verdict. Never the tuner's
+    raw message: its "99.71% CI" (the sequential test's per-look level) beside the verdict's
+    95 % was two confidences for one interval (issue 39 item 2)."""
+    if not win:
+        return "—"
+    from gptuner_core.records import Winner
+
+    w = Winner.from_json(dict(win))
+    return f"{w.headline()} ({w.confidence * 100:.3g}% confidence)" if w.ci else w.headline()
 
 
 def comparison_frame(lines: Sequence[StudyLine]) -> pd.DataFrame:
@@ -340,6 +353,29 @@ def comparison_frame(lines: Sequence[StudyLine]) -> pd.DataFrame:
                      "screening best speed-up": speed, "winner": s.winner})
     return pd.DataFrame(rows, columns=["study", "backend", "version", "device", "candidates",
                                        "eligible", "default ms", "best ms", "screening best speed-up", "winner"])
+
+
+#: the rows of :func:`comparison_table`, verdict first, then what each study ran on
+TABLE_FIELDS = ("verdict", "backend", "version", "device", "candidates", "eligible", "default ms",
+                "best ms", "screening best speed-up")
+
+
+def comparison_table(lines: Sequence[StudyLine]) -> pd.DataFrame:
+    """:func:`comparison_frame` turned on its side: one row per field, one column per study, every
+    value as text. A row per study cut the winner sentence and pushed columns off-screen; a
+    column per study wraps in a static table (issue 39 item 7)."""
+    import pandas as pd
+
+    def ms(v: float | None) -> str:
+        return "—" if v is None else f"{v:.4g}"
+
+    columns: dict[str, list[str]] = {"field": list(TABLE_FIELDS)}
+    for s in lines:
+        speed = s.default_ms / s.best_ms if s.default_ms and s.best_ms else None
+        columns[s.name] = [s.winner, s.backend, s.version, s.device, f"{s.candidates:,}",
+                           f"{s.eligible:,}", ms(s.default_ms), ms(s.best_ms),
+                           "—" if speed is None else f"{speed:.3f}x"]
+    return pd.DataFrame(columns)
 
 
 def best_so_far_figure(frames: Mapping[str, pd.DataFrame]) -> go.Figure:

@@ -1,0 +1,86 @@
+"""Tables whose text is never cut (issue 39 item 7's screenshots).
+
+Two kinds:
+
+* :func:`static_table`: a plain HTML table (``st.table``) whose cells wrap, each row as tall
+  as its own longest cell. For reading: a route trace's record, a comparison, a builder's help.
+* :func:`sized_columns`: a data grid's (``st.dataframe``) column widths from their content, for
+  tables that need the grid (row selection, sorting). The grid draws on a canvas and cannot wrap
+  a cell except by giving every row one height, the longest cell's; a column as wide as its
+  longest value shows it whole, on one line, in rows of the usual height.
+
+Widths are estimates from character counts (the grid's 14 px sans-serif averages under 7 px a
+character; a margin keeps wide letters whole).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+
+#: pixels a character takes in the grid (an upper estimate), and a cell's padding
+CHAR_PX = 7.5
+PAD_PX = 28
+MIN_PX = 56
+#: no column wider than this (its text then shows whole in a static table instead)
+MAX_PX = 520
+
+
+def text(value: Any) -> str:
+    """A cell as the grid shows it: ``None``/NaN as empty, floats to 4 significant digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def text_px(value: Any) -> int:
+    """The width a cell needs to show ``value`` whole on one line."""
+    return int(math.ceil(len(text(value)) * CHAR_PX)) + PAD_PX
+
+
+def column_widths(frame: Any, *, max_px: int = MAX_PX) -> dict[str, int]:
+    """Each column's width: its header's or longest value's, whichever is wider, at most
+    ``max_px``."""
+    widths = {}
+    for col in frame.columns:
+        need = max([text_px(col), *(text_px(v) for v in frame[col].tolist())])
+        widths[str(col)] = max(MIN_PX, min(max_px, need))
+    return widths
+
+
+def sized_columns(frame: Any, config: Mapping[str, Any] | None = None, *,
+                  max_px: int = MAX_PX) -> dict[str, Any]:
+    """``column_config`` for ``st.dataframe(frame, ...)``: the given ``config`` with every
+    column's width from :func:`column_widths` (a config's own width is replaced)."""
+    config = dict(config or {})
+    out: dict[str, Any] = {}
+    for col, px in column_widths(frame, max_px=max_px).items():
+        given = config.get(col)
+        out[col] = {**(dict(given) if isinstance(given, Mapping) else {}), "width": px}
+    return out
+
+
+def shown(frame: Any) -> Any:
+    """``frame`` as text (:func:`text`; empty cells as "—"), ready for a static table."""
+    return frame.map(lambda v: text(v) or "—") if len(frame.columns) else frame
+
+
+def static_table(frame: Any) -> None:
+    """``frame`` as a static table whose cells wrap (no index; every value as text)."""
+    st.table(shown(frame), hide_index=True)
+
+
+#: static tables wrap inside their cells, long unbroken tokens (a sha256, a path) too
+WRAP_TABLES = """
+[data-testid="stTable"] td, [data-testid="stTable"] th {
+  white-space: normal !important; overflow-wrap: anywhere; word-break: normal;
+  text-overflow: clip !important; overflow: visible !important;
+}
+[data-testid="stTable"] table { table-layout: auto; width: 100%; }
+"""
