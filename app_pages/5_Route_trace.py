@@ -10,6 +10,7 @@ from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard import trust
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.core import GptunerError
@@ -38,7 +39,7 @@ if rec is None:
 left, right = st.columns([1, 1])
 with left:
     st.subheader("Record")
-    st.dataframe(views.trace_fields(rec), hide_index=True, width="stretch")
+    tables.static_table(views.trace_fields(rec))  # routes, paths, hashes wrap: the grid cut them
 with right:
     st.subheader("Requested vs effective route")
     diff = views.route_diff_frame({"requested": rec.requested_route, "effective": rec.effective_route or ""})
@@ -49,7 +50,7 @@ with right:
     st.subheader("Accuracy per output and slice")
     acc = views.accuracy_frame([rec])
     if len(acc):
-        st.dataframe(acc, hide_index=True, width="stretch")
+        tables.table(acc)
     else:
         st.caption("No accuracy recorded.")
 
@@ -65,7 +66,7 @@ if rec.telemetry:
 layers = views.layers_frame(rec.extra)
 st.subheader("Per-layer information")
 if layers is not None:
-    st.dataframe(layers, hide_index=True, width="stretch")
+    tables.table(layers)
 else:
     st.caption("This backend recorded no per-layer information for this candidate.")
 other = {k: v for k, v in rec.extra.items() if k not in views.trace.LAYER_KEYS}

@@ -71,9 +71,36 @@ def shown(frame: Any) -> Any:
     return frame.map(lambda v: text(v) or "—") if len(frame.columns) else frame
 
 
-def static_table(frame: Any) -> None:
-    """``frame`` as a static table whose cells wrap (no index; every value as text)."""
-    st.table(shown(frame), hide_index=True)
+#: the background of a highlighted row (a knob that differs)
+HIGHLIGHT = "background-color: #fff3cd"
+#: a static table of more rows than this is a scrolling grid instead (sized columns): an HTML
+#: table of thousands of layers is slow to send and to draw
+MAX_STATIC_ROWS = 200
+
+
+def static_table(frame: Any, *, highlight: str | None = None) -> None:
+    """``frame`` as a static table whose cells wrap (no index; every value as text). With
+    ``highlight``, the rows whose boolean column of that name is true get a background and the
+    column shows "✓" (a grid's checkbox could not be read as text)."""
+    table = shown(frame.drop(columns=[highlight])) if highlight else shown(frame)
+    if highlight:
+        marks = frame[highlight].fillna(False).astype(bool).tolist()
+        table[highlight] = ["✓" if m else "" for m in marks]
+        styled = table.style.apply(lambda row: [HIGHLIGHT if marks[row.name] else "" for _ in row],
+                                   axis=1)
+        st.table(styled, hide_index=True)
+        return
+    st.table(table, hide_index=True)
+
+
+def table(frame: Any, *, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+    """A static wrapped table (:func:`static_table`) up to ``MAX_STATIC_ROWS`` rows; beyond, a
+    grid whose columns are as wide as their content (:func:`sized_columns`)."""
+    if len(frame) <= MAX_STATIC_ROWS:
+        static_table(frame)
+        return None
+    return st.dataframe(frame, hide_index=True, width="stretch",
+                        column_config=sized_columns(frame, config), **kwargs)
 
 
 #: static tables wrap inside their cells, long unbroken tokens (a sha256, a path) too
