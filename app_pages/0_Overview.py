@@ -69,9 +69,8 @@ def overview() -> None:
             column_order=views.STUDY_GRID, column_config=tables.sized_columns(grid),
             on_select="rerun", selection_mode="single-row",
         )
-        notes = views.study_notes(table)
-        if len(notes):  # the long texts, wrapped: in the grid they were cut or off-screen
-            tables.static_table(notes)
+        # what each study ran on and the long texts, wrapped: in the grid they were cut or off-screen
+        tables.static_table(views.study_notes(table))
         rows = picked.selection.rows if picked is not None else []
         if rows:
             name = table.iloc[rows[0]]["study"]

@@ -81,7 +81,7 @@ if note:
     (st.caption if log is not None or not rec.log_path else st.error)(note)  # none recorded: not an error
 log_text = launch.tail(log, 12000) if log is not None else ""
 if log_text:
-    st.code(log_text, language="text")
+    st.code(log_text, language="text", wrap_lines=True)
 else:
     original_log = False  # a DUPLICATE's pointer leads to a log, or says there is none
     original = data.candidate(study, rec.duplicate_of) if rec.duplicate_of is not None else None
@@ -121,7 +121,7 @@ except (GptunerError, ImportError) as exc:
 for kind, cmd in views.repro_commands(snap.config, rec, study_dir=str(study),
                                       backend_repro=backend_repro).items():
     st.caption(kind)
-    st.code(cmd, language="bash")
+    st.code(cmd, language="bash", wrap_lines=True)  # whole on screen; copied as one line
 st.caption("The `gptuner tune` command measures the default route and this one in a study of its own "
            "(`…-repro-N`): it prints the route's speed-up against the default. A repro study is "
            "never the study a page opens by default.")

@@ -103,10 +103,12 @@ def table(frame: Any, *, config: Mapping[str, Any] | None = None, **kwargs: Any)
                         column_config=sized_columns(frame, config), **kwargs)
 
 
-#: static tables wrap inside their cells, long unbroken tokens (a sha256, a path) too
+#: static tables wrap inside their cells, long unbroken tokens (a sha256, a path) too; a cell's
+#: text sits in a markdown paragraph, which has its own wrapping rules
 WRAP_TABLES = """
-[data-testid="stTable"] td, [data-testid="stTable"] th {
-  white-space: normal !important; overflow-wrap: anywhere; word-break: normal;
+[data-testid="stTable"] td, [data-testid="stTable"] th,
+[data-testid="stTable"] td *, [data-testid="stTable"] th * {
+  white-space: normal !important; overflow-wrap: anywhere !important; word-break: normal;
   text-overflow: clip !important; overflow: visible !important;
 }
 [data-testid="stTable"] table { table-layout: auto; width: 100%; }

@@ -268,6 +268,24 @@ def edf_points(latencies: Sequence[float], *, max_points: int = 1000) -> tuple[l
     return [float(x[0]), *x.tolist()], [0.0, *y.tolist()]
 
 
+def log_ticks(lo: float, hi: float) -> dict[str, list]:
+    """Tick values and labels for a log axis spanning ``10**lo``..``10**hi``: 1, 2, 5 of each
+    decade (every digit when that gives fewer than four), each labelled in full. plotly labels
+    the in-between ticks of a log axis with their first digit only ("2" for 0.2 beside "1")."""
+    import math
+
+    def ticks(mantissas: tuple[int, ...]) -> list[float]:
+        out = []
+        for k in range(math.floor(lo), math.ceil(hi) + 1):
+            out += [m * 10.0 ** k for m in mantissas if lo <= math.log10(m * 10.0 ** k) <= hi]
+        return out
+
+    vals = ticks((1, 2, 5))
+    if len(vals) < 4:
+        vals = ticks(tuple(range(1, 10)))
+    return {"tickvals": vals, "ticktext": [f"{v:.3g}" for v in vals]}
+
+
 #: room on each side of the EDF's log axis, a fraction of its span in decades (at least 0.05 of
 #: a decade): the first and last steps sat on the plot's edges
 EDF_PAD = 0.05
@@ -291,7 +309,7 @@ def edf_figure(frames: Mapping[str, pd.DataFrame], *, eligible_only: bool = True
     if shown:
         lo, hi = math.log10(min(shown)), math.log10(max(shown))
         pad = max((hi - lo) * EDF_PAD, 0.05)
-        fig.update_xaxes(range=[lo - pad, hi + pad])
+        fig.update_xaxes(range=[lo - pad, hi + pad], **log_ticks(lo - pad, hi + pad))
     fig.update_yaxes(range=[0.0, 1.04], tickformat=".0%")
     return _layout(fig, "Empirical distribution of latencies" + (" (eligible)" if eligible_only else ""),
                    "median latency (ms, log)", "fraction of candidates ≤ x")

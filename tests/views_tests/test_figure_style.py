@@ -98,3 +98,11 @@ def test_edf_starts_at_zero_with_room_on_its_log_axis(ranked) -> None:
     assert fig.layout.xaxis.type == "log"
     assert lo < math.log10(min(xs)) and hi > math.log10(max(xs))
     assert tuple(fig.layout.yaxis.range)[0] <= 0.0 and tuple(fig.layout.yaxis.range)[1] > 1.0
+
+
+def test_log_axis_ticks_are_labelled_in_full() -> None:
+    """Defect: the EDF's log axis read "2 3 4 ... 9 1" for 0.2 ... 0.9, 1."""
+    ticks = explore.log_ticks(math.log10(0.15), math.log10(1.4))
+    assert ticks["ticktext"][:3] == ["0.2", "0.3", "0.4"] and "1" in ticks["ticktext"]
+    wide = explore.log_ticks(-2.0, 1.0)
+    assert wide["ticktext"] == ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10"]
