@@ -99,7 +99,7 @@ def overview() -> None:
         else:
             st.error(f"**{launch.name}** failed to start: {launch.cause}")
             with st.expander(f"{launch.name}: tuner log"):
-                st.code(launch.log or "(empty)", language="text")
+                st.code(launch.log or "(empty)", language="text", wrap_lines=True)
 
 
 overview()

@@ -75,7 +75,7 @@ name = newrun.study_name_input(model.extra["name"])
 study_dir = newrun.study_target(ws, name)
 if not problems:
     command, _ = start_tuner(fields, study_dir, dry=True)
-    st.code(command, language="bash")
+    st.code(command, language="bash", wrap_lines=True)
     st.caption("study.json, written into the study folder on Start:")
     st.code(json.dumps(StudyConfig(**fields).to_json(), indent=1), language="json")
 else:

@@ -47,9 +47,9 @@ if pending and (study is None or study.name != pending["study"]):
                 st.error(f"**{pending['study']}** failed to start: {cause}")
             else:
                 st.info(f"Starting **{pending['study']}** (pid {pending.get('pid')})…")
-            st.code(pending["command"], language="bash")
+            st.code(pending["command"], language="bash", wrap_lines=True)
             if log:
-                st.code(log, language="text")
+                st.code(log, language="text", wrap_lines=True)
 
         _waiting()
         st.stop()
@@ -119,7 +119,7 @@ def live_panel() -> None:
         st.caption("Recent failures")
         st.dataframe(fails, hide_index=True, width="stretch")
     with st.expander("Tuner log", expanded=now_status == "failed"):
-        st.code(launch.tail(study / launch.LOG_FILE, 6000) or "(empty)", language="text")
+        st.code(launch.tail(study / launch.LOG_FILE, 6000) or "(empty)", language="text", wrap_lines=True)
 
 
 live_panel()

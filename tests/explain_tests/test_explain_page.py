@@ -37,7 +37,7 @@ def test_explain_page_renders_the_study(cnn_study, monkeypatch):
     pick = next(int(m[1]) for t in titles if (m := re.match(r"Per-layer diff #0 → #(\d+)", t)))
     expected = explain(cnn_study, pick).layer_diff.summary()
     assert "ms in layers" in expected and any(expected in s for s in summaries), (expected, summaries)
-    frames = [df.value for df in at.dataframe]
+    frames = [df.value for df in [*at.dataframe, *at.table]]  # static tables since issue 39 item 7
     diff = next(f for f in frames if "layer (ONNX origin)" in f.columns)
     assert {"delta_ms", "noise_ms", "cause"} <= set(diff.columns)
     fail = next(f for f in frames if "exclude_expression" in f.columns)
