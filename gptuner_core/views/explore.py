@@ -182,7 +182,7 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
     fig.update_layout(
         title=f"Parallel coordinates ({shown} candidates)", height=460, template="none",
         paper_bgcolor="white", plot_bgcolor="white", font={"family": "sans-serif", "size": 12},
-        margin={"l": left, "r": 60, "t": 60, "b": 70}, hovermode="closest",
+        margin={"l": left, "r": 90, "t": 60, "b": 70}, hovermode="closest",  # room for the bar title
         xaxis={"tickvals": list(range(k)), "ticktext": [_axis_title(a.label) for a in info.axes],
                "tickangle": 0, "tickfont": {"size": 11}, "showgrid": False, "zeroline": False,
                "range": [-0.6, k - 0.6], "fixedrange": True},

@@ -91,5 +91,8 @@ def test_no_page_cuts_its_text(tmp_path: Path, browser_page) -> None:
         _idle(page)
         page.screenshot(path=str(ARTIFACTS / "e2e-cut-compare-studies.png"), full_page=True)
         seen["Compare → Studies"] = cut_text(page)
+    # Results → Table is the study's every column (knobs, losses, times) to sort and select, with
+    # a CSV download: a grid that scrolls sideways by design, its columns whole
+    seen["Results → Table"] = [t for t in seen["Results → Table"] if not t.startswith("grid columns")]
     cut = {where: texts for where, texts in seen.items() if texts}
     assert not cut, "\n".join(f"{where}: {text}" for where, texts in cut.items() for text in texts)
