@@ -46,6 +46,15 @@ CUT_TEXT = """() => {
     const clips = cs.textOverflow === 'ellipsis' || ['hidden', 'clip'].includes(cs.overflowX);
     if (clips && el.scrollWidth > el.clientWidth + 1) cut.push('text: ' + el.textContent.trim().slice(0, 90));
   }
+  // a select box shows its value in a one-line input: text wider than the input is cut
+  const ctx = document.createElement('canvas').getContext('2d');
+  for (const input of document.querySelectorAll('[data-testid="stSelectbox"] input')) {
+    if (!input.offsetParent || !input.value) continue;
+    const cs = getComputedStyle(input);
+    ctx.font = cs.font;
+    const room = input.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    if (ctx.measureText(input.value).width > room + 1) cut.push('select: ' + input.value.slice(0, 90));
+  }
   for (const el of document.querySelectorAll('[data-testid="stTable"], [data-testid="stTable"] > div')) {
     if (el.offsetParent && el.scrollWidth > el.clientWidth + 1) {
       cut.push('table wider than the page: ' + el.textContent.trim().slice(0, 90));
