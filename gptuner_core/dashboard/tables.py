@@ -78,19 +78,35 @@ HIGHLIGHT = "background-color: #fff3cd"
 MAX_STATIC_ROWS = 200
 
 
+#: a word longer than this (a sha256, a path, a route's knob) may break anywhere; shorter words
+#: stay whole (letting every word break anywhere squeezed short columns to "searc|h")
+LONG_WORD = 24
+
+
+def long_word(value: str) -> bool:
+    """Whether ``value`` holds a word longer than ``LONG_WORD`` characters."""
+    return any(len(word) > LONG_WORD for word in str(value).split())
+
+
 def static_table(frame: Any, *, highlight: str | None = None) -> None:
-    """``frame`` as a static table whose cells wrap (no index; every value as text). With
-    ``highlight``, the rows whose boolean column of that name is true get a background and the
-    column shows "✓" (a grid's checkbox could not be read as text)."""
+    """``frame`` as a static table whose cells wrap (no index; every value as text): between
+    words, and inside a word only where it is longer than ``LONG_WORD``. With ``highlight``, the
+    rows whose boolean column of that name is true get a background and the column shows "✓"
+    (a grid's checkbox could not be read as text)."""
     table = shown(frame.drop(columns=[highlight])) if highlight else shown(frame)
+    marks = [False] * len(table)
     if highlight:
         marks = frame[highlight].fillna(False).astype(bool).tolist()
         table[highlight] = ["✓" if m else "" for m in marks]
-        styled = table.style.apply(lambda row: [HIGHLIGHT if marks[row.name] else "" for _ in row],
-                                   axis=1)
-        st.table(styled, hide_index=True)
-        return
-    st.table(table, hide_index=True)
+    table = table.reset_index(drop=True)
+    styled = table.style.map(lambda v: BREAK_ANYWHERE if long_word(v) else "")
+    if any(marks):
+        styled = styled.apply(lambda row: [HIGHLIGHT if marks[row.name] else "" for _ in row], axis=1)
+    st.table(styled, hide_index=True)
+
+
+#: the style of a cell holding a long word
+BREAK_ANYWHERE = "overflow-wrap: anywhere"
 
 
 def table(frame: Any, *, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -103,12 +119,15 @@ def table(frame: Any, *, config: Mapping[str, Any] | None = None, **kwargs: Any)
                         column_config=sized_columns(frame, config), **kwargs)
 
 
-#: static tables wrap inside their cells, long unbroken tokens (a sha256, a path) too; a cell's
-#: text sits in a markdown paragraph, which has its own wrapping rules
+#: static tables wrap inside their cells, between words (a cell with a long word breaks it
+#: anywhere: its own style, ``BREAK_ANYWHERE``); a cell's text sits in a markdown paragraph,
+#: which takes the cell's rules
 WRAP_TABLES = """
-[data-testid="stTable"] td, [data-testid="stTable"] th,
+[data-testid="stTable"] td, [data-testid="stTable"] th {
+  white-space: normal; overflow-wrap: break-word; word-break: normal;
+}
 [data-testid="stTable"] td *, [data-testid="stTable"] th * {
-  white-space: normal !important; overflow-wrap: anywhere !important; word-break: normal;
+  white-space: inherit !important; overflow-wrap: inherit !important; word-break: inherit !important;
   text-overflow: clip !important; overflow: visible !important;
 }
 [data-testid="stTable"] table { table-layout: auto; width: 100%; }

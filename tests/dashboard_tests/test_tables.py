@@ -32,3 +32,9 @@ def test_sized_columns_keep_a_given_config_and_set_every_width() -> None:
 def test_shown_is_text_with_a_dash_for_empty_cells() -> None:
     frame = tables.shown(pd.DataFrame({"x": [None, math.nan, 0.123456, 7, "long words"]}))
     assert frame["x"].tolist() == ["—", "—", "0.1235", "7", "long words"]
+
+
+def test_only_long_words_may_break_anywhere() -> None:
+    """Seen in Chromium: breaking every word anywhere squeezed short columns ("searc|h")."""
+    assert tables.long_word("c6323f05a540dd8f916f441df2b2f046417f3438c4698554f2a65dbd22e2199b")
+    assert not tables.long_word("search space exhausted, onnxruntime")
