@@ -120,12 +120,14 @@ def table(frame: Any, *, config: Mapping[str, Any] | None = None, **kwargs: Any)
 
 
 #: static tables wrap inside their cells, between words (a cell with a long word breaks it
-#: anywhere: its own style, ``BREAK_ANYWHERE``); a cell's text sits in a markdown paragraph,
-#: which takes the cell's rules
+#: anywhere: its own style, ``BREAK_ANYWHERE``); headers, one word of underscores each
+#: ("failure_rate_at_default"), break anywhere (Explain's effects were wider than the page); a
+#: cell's text sits in a markdown paragraph, which takes the cell's rules
 WRAP_TABLES = """
 [data-testid="stTable"] td, [data-testid="stTable"] th {
   white-space: normal; overflow-wrap: break-word; word-break: normal;
 }
+[data-testid="stTable"] th { overflow-wrap: anywhere; }
 [data-testid="stTable"] td *, [data-testid="stTable"] th * {
   white-space: inherit !important; overflow-wrap: inherit !important; word-break: inherit !important;
   text-overflow: clip !important; overflow: visible !important;
