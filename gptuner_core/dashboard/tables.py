@@ -67,8 +67,14 @@ def sized_columns(frame: Any, config: Mapping[str, Any] | None = None, *,
 
 
 def shown(frame: Any) -> Any:
-    """``frame`` as text (:func:`text`; empty cells as "—"), ready for a static table."""
-    return frame.map(lambda v: text(v) or "—") if len(frame.columns) else frame
+    """``frame`` as text (:func:`text`; empty cells as "—"), ready for a static table, its
+    headers' underscores as spaces: "failure_rate_at_default" was one word, which either pushed
+    Explain's effects table past the page or broke as "fa|il|ed"."""
+    if not len(frame.columns):
+        return frame
+    out = frame.map(lambda v: text(v) or "—")
+    out.columns = [str(c).replace("_", " ") for c in out.columns]
+    return out
 
 
 #: the background of a highlighted row (a knob that differs)
@@ -97,7 +103,7 @@ def static_table(frame: Any, *, highlight: str | None = None) -> None:
     marks = [False] * len(table)
     if highlight:
         marks = frame[highlight].fillna(False).astype(bool).tolist()
-        table[highlight] = ["✓" if m else "" for m in marks]
+        table[highlight.replace("_", " ")] = ["✓" if m else "" for m in marks]
     table = table.reset_index(drop=True)
     styled = table.style.map(lambda v: BREAK_ANYWHERE if long_word(v) else "")
     if any(marks):
@@ -120,14 +126,12 @@ def table(frame: Any, *, config: Mapping[str, Any] | None = None, **kwargs: Any)
 
 
 #: static tables wrap inside their cells, between words (a cell with a long word breaks it
-#: anywhere: its own style, ``BREAK_ANYWHERE``); headers, one word of underscores each
-#: ("failure_rate_at_default"), break anywhere (Explain's effects were wider than the page); a
-#: cell's text sits in a markdown paragraph, which takes the cell's rules
+#: anywhere: its own style, ``BREAK_ANYWHERE``); a cell's text sits in a markdown paragraph,
+#: which takes the cell's rules
 WRAP_TABLES = """
 [data-testid="stTable"] td, [data-testid="stTable"] th {
   white-space: normal; overflow-wrap: break-word; word-break: normal;
 }
-[data-testid="stTable"] th { overflow-wrap: anywhere; }
 [data-testid="stTable"] td *, [data-testid="stTable"] th * {
   white-space: inherit !important; overflow-wrap: inherit !important; word-break: inherit !important;
   text-overflow: clip !important; overflow: visible !important;

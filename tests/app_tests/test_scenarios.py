@@ -60,7 +60,7 @@ def test_route_trace_seeded_candidate(finished_workspace, monkeypatch) -> None:
                **{state.STUDY: "digits-study", state.CANDIDATE: 0})
     fields = dict(at.table[0].value.values.tolist())
     assert fields["number"] == "0"
-    layer_tables = [d.value for d in at.table if "time_ms" in d.value.columns]
+    layer_tables = [d.value for d in at.table if "time ms" in d.value.columns]
     assert layer_tables and "conv1" in list(layer_tables[0]["name"])
     assert any("gptuner tune" in c.value for c in at.code)
 

@@ -32,6 +32,8 @@ def test_sized_columns_keep_a_given_config_and_set_every_width() -> None:
 def test_shown_is_text_with_a_dash_for_empty_cells() -> None:
     frame = tables.shown(pd.DataFrame({"x": [None, math.nan, 0.123456, 7, "long words"]}))
     assert frame["x"].tolist() == ["—", "—", "0.1235", "7", "long words"]
+    assert list(tables.shown(pd.DataFrame({"failure_rate_at_default": [0.5]})).columns) == [
+        "failure rate at default"]
 
 
 def test_only_long_words_may_break_anywhere() -> None:
