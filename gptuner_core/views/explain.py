@@ -76,17 +76,22 @@ def layer_diff_figure(diff: LayerDiff, limit: int = 20) -> go.Figure:
 
 
 def effects_frame(effects: Sequence[KnobEffect]) -> pd.DataFrame:
-    """Main effects: failure rate (Wilson CI) and speed-up (CI) of each value vs the default."""
+    """Main effects: failure rate (Wilson CI) and speed-up (CI) of each value vs the default,
+    each estimate with its interval in one column (fifteen columns were wider than the page)."""
     import pandas as pd
+
+    def pct(v: float) -> str:
+        return f"{v:.0%}"
 
     rows = [{
         "knob": e.knob, "value": e.value, "default": e.default, "candidates": e.n,
-        "failed": e.n_failed, "failure_rate": e.failure_rate, "failure_ci_low": e.failure_ci[0],
-        "failure_ci_high": e.failure_ci[1], "failure_rate_at_default": e.default_failure_rate,
-        "eligible": e.n_eligible, "speedup": e.speedup,
-        "speedup_ci_low": e.speedup_ci[0] if e.speedup_ci else None,
-        "speedup_ci_high": e.speedup_ci[1] if e.speedup_ci else None,
-        "beyond_noise": e.significant, "contrast": e.method,
+        "failed": e.n_failed,
+        "failure rate (95% CI)": f"{pct(e.failure_rate)} [{pct(e.failure_ci[0])}, {pct(e.failure_ci[1])}]",
+        "failure rate at default": pct(e.default_failure_rate),
+        "eligible": e.n_eligible,
+        "speed-up (95% CI)": "—" if e.speedup is None else (
+            f"{e.speedup:.3f}x" + (f" [{e.speedup_ci[0]:.3f}, {e.speedup_ci[1]:.3f}]" if e.speedup_ci else "")),
+        "beyond noise": "yes" if e.significant else "no", "contrast": e.method,
     } for e in effects]
     return pd.DataFrame(rows)
 

@@ -55,7 +55,7 @@ CUT_TEXT = """() => {
     const room = input.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
     if (ctx.measureText(input.value).width > room + 1) cut.push('select: ' + input.value.slice(0, 90));
   }
-  for (const el of document.querySelectorAll('[data-testid="stTable"], [data-testid="stTable"] > div')) {
+  for (const el of document.querySelectorAll('[data-testid="stTable"], [data-testid="stTable"] > div, [data-testid="stTable"] table')) {
     if (el.offsetParent && el.scrollWidth > el.clientWidth + 1) {
       cut.push('table wider than the page: ' + el.textContent.trim().slice(0, 90));
     }
