@@ -30,6 +30,15 @@ def page_setup(title: str, icon: str = "⚙️") -> Path:
     return ws
 
 
+#: a multiselect's picked values wrap onto more lines: in one line that scrolls sideways, Results'
+#: "Show" filter hid its fourth and fifth categories at 1400 px (issue 39 item 7's screenshots)
+WRAP_TAGS = """
+[data-testid="stMultiSelectTagsContainer"] {
+  flex-wrap: wrap !important; overflow-x: visible !important; row-gap: 4px;
+}
+"""
+
+
 #: metrics wrap their value and delta instead of cutting them with "…" (Live's current route
 #: and phase, Results' screening delta lost exactly the words saying it is not the verdict)
 WRAP_METRICS = """<style>
@@ -39,7 +48,7 @@ WRAP_METRICS = """<style>
   overflow-wrap: anywhere;
 }
 [data-testid="stMetricValue"] { font-size: 1.6rem; line-height: 1.25; }
-""" + tables.WRAP_TABLES + "</style>"
+""" + tables.WRAP_TABLES + WRAP_TAGS + "</style>"
 
 
 def keep_study_link() -> None:

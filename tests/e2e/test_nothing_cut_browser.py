@@ -60,6 +60,9 @@ CUT_TEXT = """() => {
       cut.push('table wider than the page: ' + el.textContent.trim().slice(0, 90));
     }
   }
+  for (const el of document.querySelectorAll('[data-testid="stMultiSelectTagsContainer"]')) {
+    if (el.offsetParent && el.scrollWidth > el.clientWidth + 1) cut.push('picked values scrolled off: ' + el.textContent.slice(0, 90));
+  }
   for (const el of document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller')) {
     if (el.offsetParent && el.scrollWidth > el.clientWidth + 1) {
       cut.push('grid columns off-screen: ' + el.closest('[data-testid="stDataFrame"]').textContent.slice(0, 90));
