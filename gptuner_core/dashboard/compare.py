@@ -43,6 +43,6 @@ def compare_studies(ws: Path) -> None:
     if len(frames) < 2:
         return
     # one column per study, wrapped: a row per study cut the verdict (issue 39 item 7)
-    tables.static_table(comparison_table(lines))
+    tables.static_table(comparison_table(lines), spaced_headers=False)  # headers: study names
     charts.plotly(edf_figure(frames), key="cmp_edf")
     charts.plotly(best_so_far_figure(frames), key="cmp_best")

@@ -66,14 +66,16 @@ def sized_columns(frame: Any, config: Mapping[str, Any] | None = None, *,
     return out
 
 
-def shown(frame: Any) -> Any:
-    """``frame`` as text (:func:`text`; empty cells as "—"), ready for a static table, its
-    headers' underscores as spaces: "failure_rate_at_default" was one word, which either pushed
-    Explain's effects table past the page or broke as "fa|il|ed"."""
+def shown(frame: Any, *, spaced_headers: bool = True) -> Any:
+    """``frame`` as text (:func:`text`; empty cells as "—"), ready for a static table; with
+    ``spaced_headers``, its field names' underscores as spaces: "failure_rate_at_default" was one
+    word, which either pushed Explain's effects table past the page or broke as "fa|il|ed".
+    Headers that are names (a study per column) keep theirs."""
     if not len(frame.columns):
         return frame
     out = frame.map(lambda v: text(v) or "—")
-    out.columns = [str(c).replace("_", " ") for c in out.columns]
+    if spaced_headers:
+        out.columns = [str(c).replace("_", " ") for c in out.columns]
     return out
 
 
@@ -94,16 +96,17 @@ def long_word(value: str) -> bool:
     return any(len(word) > LONG_WORD for word in str(value).split())
 
 
-def static_table(frame: Any, *, highlight: str | None = None) -> None:
+def static_table(frame: Any, *, highlight: str | None = None, spaced_headers: bool = True) -> None:
     """``frame`` as a static table whose cells wrap (no index; every value as text): between
     words, and inside a word only where it is longer than ``LONG_WORD``. With ``highlight``, the
     rows whose boolean column of that name is true get a background and the column shows "✓"
-    (a grid's checkbox could not be read as text)."""
-    table = shown(frame.drop(columns=[highlight])) if highlight else shown(frame)
+    (a grid's checkbox could not be read as text). ``spaced_headers``: see :func:`shown`."""
+    table = shown(frame.drop(columns=[highlight]) if highlight else frame,
+                  spaced_headers=spaced_headers)
     marks = [False] * len(table)
     if highlight:
         marks = frame[highlight].fillna(False).astype(bool).tolist()
-        table[highlight.replace("_", " ")] = ["✓" if m else "" for m in marks]
+        table[highlight.replace("_", " ") if spaced_headers else highlight] = ["✓" if m else "" for m in marks]
     table = table.reset_index(drop=True)
     styled = table.style.map(lambda v: BREAK_ANYWHERE if long_word(v) else "")
     if any(marks):
