@@ -7,6 +7,7 @@ import streamlit as st
 from gptuner_core import views
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.core import GptunerError
 from gptuner_core.dashboard.workspace import pending_launches
@@ -62,11 +63,14 @@ def overview() -> None:
         c1.metric("Studies", len(table))
         c2.metric("Running", int((table["status"] == "running").sum()))
         c3.metric("Stale", int((table["stale"] != "").sum()))
+        grid = table[list(views.STUDY_GRID)]
         picked = st.dataframe(
             table, hide_index=True, width="stretch", key="overview_table",
-            column_config={"verdict": st.column_config.TextColumn(width="large")},
+            column_order=views.STUDY_GRID, column_config=tables.sized_columns(grid),
             on_select="rerun", selection_mode="single-row",
         )
+        # what each study ran on and the long texts, wrapped: in the grid they were cut or off-screen
+        tables.static_table(views.study_notes(table))
         rows = picked.selection.rows if picked is not None else []
         if rows:
             name = table.iloc[rows[0]]["study"]
@@ -95,7 +99,7 @@ def overview() -> None:
         else:
             st.error(f"**{launch.name}** failed to start: {launch.cause}")
             with st.expander(f"{launch.name}: tuner log"):
-                st.code(launch.log or "(empty)", language="text")
+                st.code(launch.log or "(empty)", language="text", wrap_lines=True)
 
 
 overview()

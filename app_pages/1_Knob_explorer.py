@@ -61,7 +61,7 @@ else:
     text, expr = expression_builder(db, key="kx_expr", initial=state.get(state.EXPRESSION) or "",
                                     table=True)
     if expr is not None:
-        st.code(str(expr), language="bash")
+        st.code(str(expr), language="bash", wrap_lines=True)
         budget, problem = parse_number(st.text_input("Budget (max candidates, blank = none)", "",
                                                      key="kx_budget"),
                                        "budget", kind=int, minimum=1, blank=None)
@@ -71,7 +71,7 @@ else:
         st.dataframe(counts, hide_index=True, width="stretch")
         search = st.radio("Dry-run list for", ["fast", "full"], horizontal=True, key="kx_dry")
         lines = list(dry_run_lines(expr, search, limit=200))
-        st.code("\n".join(lines) + ("\n…" if expr.count(search) > len(lines) else ""), language="text")
+        st.code("\n".join(lines) + ("\n…" if expr.count(search) > len(lines) else ""), language="text", wrap_lines=True)
         c1, c2 = st.columns(2)
         c1.download_button(
             "Save expression file", "".join(f"{t}\n" for t in str(expr).split()),

@@ -11,6 +11,7 @@ from gptuner_core.dashboard import forms
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import newrun
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.builder import expression_builder
 from gptuner_core.dashboard.core import METRICS
@@ -58,8 +59,8 @@ strategy = newrun.strategy_section()
 budgets, budget_problems = forms.number_fields(forms.BASIC, key="nr_budget")
 if expression:
     st.caption("Routes each strategy would run (capped by max candidates):")
-    st.dataframe(forms.strategy_counts_cached(expression, db, budgets.get("max_candidates")),
-                 hide_index=True, width="stretch")
+    # every strategy's row in view (the grid's fixed height cut its last rows in half)
+    tables.static_table(forms.strategy_counts_cached(expression, db, budgets.get("max_candidates")))
 advanced = newrun.advanced_section(ws)
 
 fields = {**model.fields, **backend.fields, "expression": expression, **accuracy.fields,
@@ -75,7 +76,7 @@ name = newrun.study_name_input(model.extra["name"])
 study_dir = newrun.study_target(ws, name)
 if not problems:
     command, _ = start_tuner(fields, study_dir, dry=True)
-    st.code(command, language="bash")
+    st.code(command, language="bash", wrap_lines=True)
     st.caption("study.json, written into the study folder on Start:")
     st.code(json.dumps(StudyConfig(**fields).to_json(), indent=1), language="json")
 else:

@@ -10,6 +10,7 @@ from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.core import GptunerError
 from gptuner_core.dashboard.core import is_running
@@ -47,9 +48,9 @@ if pending and (study is None or study.name != pending["study"]):
                 st.error(f"**{pending['study']}** failed to start: {cause}")
             else:
                 st.info(f"Starting **{pending['study']}** (pid {pending.get('pid')})…")
-            st.code(pending["command"], language="bash")
+            st.code(pending["command"], language="bash", wrap_lines=True)
             if log:
-                st.code(log, language="text")
+                st.code(log, language="text", wrap_lines=True)
 
         _waiting()
         st.stop()
@@ -117,9 +118,9 @@ def live_panel() -> None:
     fails = views.recent_failures(s.records)
     if len(fails):
         st.caption("Recent failures")
-        st.dataframe(fails, hide_index=True, width="stretch")
+        tables.table(fails)  # routes and errors wrap: the grid cut them
     with st.expander("Tuner log", expanded=now_status == "failed"):
-        st.code(launch.tail(study / launch.LOG_FILE, 6000) or "(empty)", language="text")
+        st.code(launch.tail(study / launch.LOG_FILE, 6000) or "(empty)", language="text", wrap_lines=True)
 
 
 live_panel()

@@ -74,7 +74,7 @@ def results() -> None:
         ci_text = f"spread {ci[0]:.3f}–{ci[1]:.3f}" if not any(map(math.isnan, ci)) else "no spread"
         m[4].metric(f"Screening fastest: #{int(best['number'])}", f"{best['speedup']:.3f}x",
                     f"{ci_text} · one process, not the verdict", delta_color="off")
-        st.code(best["route"] or "(default route)", language="bash")
+        st.code(best["route"] or "(default route)", language="bash", wrap_lines=True)
         if gate_on and epsilon != cfg.get("epsilon") and win.get("number") not in (None, int(best["number"])):
             st.caption(revalidation_hint(win, int(best["number"])))
     else:

@@ -10,6 +10,7 @@ from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import launch
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard import trust
 from gptuner_core.dashboard import widgets
 from gptuner_core.dashboard.core import GptunerError
@@ -38,7 +39,7 @@ if rec is None:
 left, right = st.columns([1, 1])
 with left:
     st.subheader("Record")
-    st.dataframe(views.trace_fields(rec), hide_index=True, width="stretch")
+    tables.static_table(views.trace_fields(rec))  # routes, paths, hashes wrap: the grid cut them
 with right:
     st.subheader("Requested vs effective route")
     diff = views.route_diff_frame({"requested": rec.requested_route, "effective": rec.effective_route or ""})
@@ -49,7 +50,7 @@ with right:
     st.subheader("Accuracy per output and slice")
     acc = views.accuracy_frame([rec])
     if len(acc):
-        st.dataframe(acc, hide_index=True, width="stretch")
+        tables.table(acc)
     else:
         st.caption("No accuracy recorded.")
 
@@ -65,7 +66,7 @@ if rec.telemetry:
 layers = views.layers_frame(rec.extra)
 st.subheader("Per-layer information")
 if layers is not None:
-    st.dataframe(layers, hide_index=True, width="stretch")
+    tables.table(layers)
 else:
     st.caption("This backend recorded no per-layer information for this candidate.")
 other = {k: v for k, v in rec.extra.items() if k not in views.trace.LAYER_KEYS}
@@ -80,7 +81,7 @@ if note:
     (st.caption if log is not None or not rec.log_path else st.error)(note)  # none recorded: not an error
 log_text = launch.tail(log, 12000) if log is not None else ""
 if log_text:
-    st.code(log_text, language="text")
+    st.code(log_text, language="text", wrap_lines=True)
 else:
     original_log = False  # a DUPLICATE's pointer leads to a log, or says there is none
     original = data.candidate(study, rec.duplicate_of) if rec.duplicate_of is not None else None
@@ -120,7 +121,7 @@ except (GptunerError, ImportError) as exc:
 for kind, cmd in views.repro_commands(snap.config, rec, study_dir=str(study),
                                       backend_repro=backend_repro).items():
     st.caption(kind)
-    st.code(cmd, language="bash")
+    st.code(cmd, language="bash", wrap_lines=True)  # whole on screen; copied as one line
 st.caption("The `gptuner tune` command measures the default route and this one in a study of its own "
            "(`…-repro-N`): it prints the route's speed-up against the default. A repro study is "
            "never the study a page opens by default.")

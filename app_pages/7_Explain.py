@@ -3,11 +3,13 @@ per-layer diff, knob effects with uncertainty, importance, interactions and fail
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import explain as ex
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard import widgets
 
 
@@ -42,8 +44,8 @@ if rec is None or base is None:
 
 st.subheader("Knobs changed")
 if expl.changed and base_number == expl.baseline:
-    st.dataframe([{"knob": k, "default": d, "candidate": v} for k, d, v in expl.changed],
-                 hide_index=True, width="stretch", key="ex_changed")
+    tables.static_table(pd.DataFrame([{"knob": k, "default": d, "candidate": v}
+                                      for k, d, v in expl.changed]))
 elif base_number == expl.baseline:
     st.caption("This candidate sets every knob as the default route does.")
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from gptuner_core.dashboard import tables
 from gptuner_core.errors import ExpressionError
 from gptuner_core.views import builder as model
 
@@ -117,7 +118,9 @@ def expression_builder(db: KnobDatabase, *, key: str, initial: str = "",
     spaces = c2.multiselect("Namespaces", db.namespaces(), key=k["ns"])
     shown = views.search_knobs(knobs, query, spaces)
     if table:
-        st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(shown)))
+        # a static table (the help wraps; the grid cut it), in a box that scrolls past 420 px
+        with st.container(height=420 if len(shown) > 8 else "content", border=False):
+            tables.static_table(shown)
     picked = [n for n in st.session_state.get(k["picked"], []) if n in db]
     st.session_state[k["picked"]] = picked
     error = model.expression_problem(st.session_state[k["text"]], db)

@@ -8,14 +8,15 @@ import streamlit as st
 
 from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard.workspace import study_dirs
 from gptuner_core.errors import GptunerError
 
 
 def compare_studies(ws: Path) -> None:
-    """Pick studies; show one row each, the EDF of their latencies and their best-so-far curves."""
+    """Pick studies; show one column each, the EDF of their latencies and their best-so-far curves."""
     from gptuner_core.views.explore import best_so_far_figure
-    from gptuner_core.views.explore import comparison_frame
+    from gptuner_core.views.explore import comparison_table
     from gptuner_core.views.explore import edf_figure
     from gptuner_core.views.explore import study_line
 
@@ -41,10 +42,7 @@ def compare_studies(ws: Path) -> None:
         frames[name] = ranked
     if len(frames) < 2:
         return
-    st.dataframe(comparison_frame(lines), hide_index=True, width="stretch", column_config={
-        "screening best speed-up": st.column_config.NumberColumn(format="%.3fx"),
-        "default ms": st.column_config.NumberColumn(format="%.4g"),
-        "best ms": st.column_config.NumberColumn(format="%.4g"),
-    })
+    # one column per study, wrapped: a row per study cut the verdict (issue 39 item 7)
+    tables.static_table(comparison_table(lines), spaced_headers=False)  # headers: study names
     charts.plotly(edf_figure(frames), key="cmp_edf")
     charts.plotly(best_so_far_figure(frames), key="cmp_best")

@@ -14,6 +14,7 @@ import streamlit as st
 
 from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.errors import GptunerError
 
 
@@ -81,7 +82,7 @@ def profile(study: Path, record: CandidateRecord) -> LayerProfile | None:
 def _capture_hint(study: Path, a: CandidateRecord, b: CandidateRecord) -> None:
     st.caption("Per-layer profiles are missing for at least one of these candidates. Capture them "
                "from their artifacts (the tuner will store them itself once profiling is hooked up):")
-    st.code(f"gptuner diff {study} {a.number} {b.number} --capture", language="bash")
+    st.code(f"gptuner diff {study} {a.number} {b.number} --capture", language="bash", wrap_lines=True)
 
 
 def render_layer_diff(study: Path, a: CandidateRecord, b: CandidateRecord, *, key: str) -> LayerDiff | None:
@@ -107,8 +108,7 @@ def render_layer_diff(study: Path, a: CandidateRecord, b: CandidateRecord, *, ke
     charts.plotly(ev.layer_diff_figure(diff), key=f"{key}_fig")
     table = ev.layer_diff_table(diff)
     only = st.checkbox("Only groups beyond noise", value=False, key=f"{key}_only")
-    st.dataframe(table[table["cause"] != "within noise"] if only else table, hide_index=True,
-                 width="stretch", key=f"{key}_table")
+    tables.table(table[table["cause"] != "within noise"] if only else table)
     for note in diff.notes:
         st.caption(note)
     return diff
@@ -124,7 +124,7 @@ def render_profile(study: Path, record: CandidateRecord, *, key: str) -> None:
         return
     st.caption(f"{prof.source}; {prof.runs} runs; {len(prof.layers)} layers; "
                f"{prof.total_ms:.4g} ms in layers per inference")
-    st.dataframe(ev.profile_frame(prof), hide_index=True, width="stretch", key=f"{key}_profile")
+    tables.table(ev.profile_frame(prof))
 
 
 def render_effects(study: Path, expl: Explanation, *, key: str) -> None:
@@ -142,18 +142,18 @@ def render_effects(study: Path, expl: Explanation, *, key: str) -> None:
             ev.importance_frame(expl.importance) if expl.importance else None,
             ev.interactions_frame(expl.interactions) if expl.interactions else None))
     charts.plotly(fig, key=f"{key}_forest")
-    st.dataframe(effects, hide_index=True, width="stretch", key=f"{key}_effects")
+    tables.table(effects)  # wrapped: the grid cut values and pushed columns off-screen
     st.markdown("**Importance** (share of explained log-latency variance; ridge regression, "
                 "200 bootstrap resamples)")
     if importance is not None:
-        st.dataframe(importance, hide_index=True, width="stretch", key=f"{key}_imp")
+        tables.table(importance)
         st.caption(ev.importance_caveat(
             expl.importance, eligible=sum(r.eligible for r in data.snapshot(study).records)))
     else:
         st.caption("Too few eligible candidates (at least 3) to rank knobs.")
     st.markdown("**Pairwise interactions** (pair speed-up / product of the singles; 1.0 = additive)")
     if interactions is not None:
-        st.dataframe(interactions, hide_index=True, width="stretch", key=f"{key}_inter")
+        tables.table(interactions)
     else:
         st.caption("No candidate changes exactly two knobs, so no interaction can be measured.")
 
@@ -165,12 +165,12 @@ def render_triage(expl: Explanation, *, key: str) -> None:
     if not expl.failures:
         st.caption("No candidate failed.")
         return
-    st.dataframe(ev.failures_frame(expl.failures), hide_index=True, width="stretch", key=f"{key}_fail")
+    tables.table(ev.failures_frame(expl.failures))
     for i, cluster in enumerate(expl.failures):
         if not cluster.exclude_expression:
             continue
         st.markdown(f"**{cluster.explanation}** ({len(cluster.numbers)} × `{cluster.signature[:80]}`)")
-        st.code(cluster.exclude_expression, language="text")
+        st.code(cluster.exclude_expression, language="text", wrap_lines=True)
         if st.button("Use this expression in New run", key=f"{key}_use_{i}"):
             state.put(state.EXPRESSION, cluster.exclude_expression)
             st.switch_page("app_pages/2_New_run.py")

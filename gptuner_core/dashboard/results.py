@@ -16,6 +16,7 @@ from gptuner_core import views
 from gptuner_core.dashboard import charts
 from gptuner_core.dashboard import data
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 
 
 if TYPE_CHECKING:
@@ -227,8 +228,7 @@ def importance_tab(study: Path) -> None:
         st.caption("Too few eligible candidates (at least 3) to rank knobs.")
         return
     charts.plotly(ev.importance_figure(expl.importance), key="res_importance")
-    st.dataframe(ev.importance_frame(expl.importance), hide_index=True, width="stretch",
-                 key="res_importance_table")
+    tables.table(ev.importance_frame(expl.importance))  # as on Explain
     st.caption("Share of explained log-latency variance (ridge regression, 200 bootstrap "
                "resamples), as on Explain. " + ev.importance_caveat(
                    expl.importance, eligible=sum(r.eligible for r in data.snapshot(study).records)))

@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from gptuner_core.dashboard import state
+from gptuner_core.dashboard import tables
 from gptuner_core.dashboard.workspace import study_dirs
 from gptuner_core.dashboard.workspace import workspace_dir
 
@@ -29,6 +30,15 @@ def page_setup(title: str, icon: str = "⚙️") -> Path:
     return ws
 
 
+#: a multiselect's picked values wrap onto more lines: in one line that scrolls sideways, Results'
+#: "Show" filter hid its fourth and fifth categories at 1400 px (issue 39 item 7's screenshots)
+WRAP_TAGS = """
+[data-testid="stMultiSelectTagsContainer"] {
+  flex-wrap: wrap !important; overflow-x: visible !important; row-gap: 4px;
+}
+"""
+
+
 #: metrics wrap their value and delta instead of cutting them with "…" (Live's current route
 #: and phase, Results' screening delta lost exactly the words saying it is not the verdict)
 WRAP_METRICS = """<style>
@@ -38,7 +48,7 @@ WRAP_METRICS = """<style>
   overflow-wrap: anywhere;
 }
 [data-testid="stMetricValue"] { font-size: 1.6rem; line-height: 1.25; }
-</style>"""
+""" + tables.WRAP_TABLES + WRAP_TAGS + "</style>"
 
 
 def keep_study_link() -> None:
@@ -132,10 +142,9 @@ def require_candidates(ws: Path) -> tuple[Path, Snapshot]:
 
 
 def differences_table(frame: Any) -> None:
-    """A table of knobs with a boolean ``differs`` column, the rows that differ highlighted."""
-    st.dataframe(frame.style.apply(
-        lambda row: ["background-color: #fff3cd" if row["differs"] else "" for _ in row], axis=1),
-        hide_index=True, width="stretch")
+    """A table of knobs with a boolean ``differs`` column, the rows that differ highlighted; a
+    static table, so long knob names and values wrap (the grid cut them)."""
+    tables.static_table(frame.reset_index(drop=True), highlight="differs")
 
 
 def no_study_message() -> None:
@@ -229,7 +238,9 @@ def candidate_picker(records, *, label: str, key: str, wanted: int | None,
                      keep: tuple[int | None, ...] = (), container=None) -> int | None:
     """A selectbox over the study's candidates that stays small in a big study: every candidate
     up to ``views.picker.MAX_OPTIONS``, else the kept ones (default, winner, ``wanted``) and the
-    matches of a search box. Returns the picked number (``None`` for no candidate)."""
+    matches of a search box. Its options are short (``#5 · screening 1.23x · 3 knobs``); the
+    picked candidate's full route is shown below it, wrapped (a long route was cut by the box).
+    Returns the picked number (``None`` for no candidate)."""
     from gptuner_core.views.picker import MAX_OPTIONS
     from gptuner_core.views.picker import candidate_choices
 
@@ -238,13 +249,17 @@ def candidate_picker(records, *, label: str, key: str, wanted: int | None,
     if len(records) > MAX_OPTIONS:
         query = box.text_input(f"Find ({label.lower()})", key=f"{key}_find",
                                placeholder="number, state or knob value, e.g. #4711 or SIGSEGV")
-    choices = candidate_choices(records, query=query, keep=(wanted, *keep))
+    choices = candidate_choices(records, query=query, keep=(wanted, *keep), route=False)
     if not choices.numbers:
         box.warning(f"No candidate matches '{query}'.")
         return None
     numbers = list(choices.numbers)
     index = numbers.index(wanted) if wanted in choices.labels else 0
     number = box.selectbox(label, numbers, index=index, format_func=choices.labels.get, key=key)
+    picked = next((r for r in records if r.number == number), None)
+    if picked is not None:
+        box.code(picked.requested_route or "(default route: every knob at its default)",
+                 language=None, wrap_lines=True)
     if choices.truncated:
         box.caption(choices.caption())
     return number

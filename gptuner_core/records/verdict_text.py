@@ -140,7 +140,9 @@ def sentence(w: Winner) -> str:
                    f"by a fixed rule ({w.tie.rpartition('(')[2].rstrip(')') or 'lower number'} first).")
         how = (f"compared with it over {_rounds(w.rounds)} of the recording's samples (replayed: "
                "nothing ran)" if w.replayed
-               else f"re-measured against it in {_rounds(w.rounds)} of fresh processes")
+               else f"re-measured against it in {_rounds(w.rounds)} of fresh processes" if w.rounds
+               # a winner stored before the record kept its round count: no "0 rounds"
+               else "re-measured against it in fresh processes")
         return f"Route #{w.number} is {_x(w.speedup)} faster than the default{ci}, {how}.{tie}"
     lead = _leader(w)
     if v == "inconclusive" and CUT_SHORT in w.message:

@@ -35,6 +35,7 @@ from gptuner_core.views.knobs import route_counts
 from gptuner_core.views.knobs import search_knobs
 from gptuner_core.views.scatter import accuracy_latency_figure
 from gptuner_core.views.scatter import knob_effect_figure
+from gptuner_core.views.studies import STUDY_GRID
 from gptuner_core.views.studies import UNFINISHED
 from gptuner_core.views.studies import LiveProgress
 from gptuner_core.views.studies import StudySummary
@@ -45,6 +46,7 @@ from gptuner_core.views.studies import recent_failures
 from gptuner_core.views.studies import revalidation_progress
 from gptuner_core.views.studies import stale_reasons
 from gptuner_core.views.studies import studies_frame
+from gptuner_core.views.studies import study_notes
 from gptuner_core.views.studies import study_summary
 from gptuner_core.views.trace import accuracy_frame
 from gptuner_core.views.trace import layer_diff_frame
@@ -96,6 +98,8 @@ __all__ = [
     "search_knobs",
     "stale_reasons",
     "studies_frame",
+    "study_notes",
+    "STUDY_GRID",
     "study_summary",
     "speedup_figure",
     "to_csv",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gptuner_core.views.legend import legend_below
+
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -70,21 +72,26 @@ def layer_diff_figure(diff: LayerDiff, limit: int = 20) -> go.Figure:
         xaxis_title=f"{diff.label_a} ms - {diff.label_b} ms", height=max(300, 26 * len(rows) + 120),
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
     )
-    return fig
+    return legend_below(fig)
 
 
 def effects_frame(effects: Sequence[KnobEffect]) -> pd.DataFrame:
-    """Main effects: failure rate (Wilson CI) and speed-up (CI) of each value vs the default."""
+    """Main effects: failure rate (Wilson CI) and speed-up (CI) of each value vs the default,
+    each estimate with its interval in one column (fifteen columns were wider than the page)."""
     import pandas as pd
+
+    def pct(v: float) -> str:
+        return f"{v:.0%}"
 
     rows = [{
         "knob": e.knob, "value": e.value, "default": e.default, "candidates": e.n,
-        "failed": e.n_failed, "failure_rate": e.failure_rate, "failure_ci_low": e.failure_ci[0],
-        "failure_ci_high": e.failure_ci[1], "failure_rate_at_default": e.default_failure_rate,
-        "eligible": e.n_eligible, "speedup": e.speedup,
-        "speedup_ci_low": e.speedup_ci[0] if e.speedup_ci else None,
-        "speedup_ci_high": e.speedup_ci[1] if e.speedup_ci else None,
-        "beyond_noise": e.significant, "contrast": e.method,
+        "failed": e.n_failed,
+        "failure rate (95% CI)": f"{pct(e.failure_rate)} [{pct(e.failure_ci[0])}, {pct(e.failure_ci[1])}]",
+        "failure rate at default": pct(e.default_failure_rate),
+        "eligible": e.n_eligible,
+        "speed-up (95% CI)": "—" if e.speedup is None else (
+            f"{e.speedup:.3f}x" + (f" [{e.speedup_ci[0]:.3f}, {e.speedup_ci[1]:.3f}]" if e.speedup_ci else "")),
+        "beyond noise": "yes" if e.significant else "no", "contrast": e.method,
     } for e in effects]
     return pd.DataFrame(rows)
 
@@ -105,7 +112,7 @@ def effects_figure(effects: Sequence[KnobEffect]) -> go.Figure:
     fig.update_layout(title="Speed-up vs the default value (95 % CI; grey = within noise)",
                       xaxis_type="log", xaxis_title="speed-up (x)", height=max(280, 30 * len(shown) + 120),
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    return fig
+    return legend_below(fig)
 
 
 def importance_frame(items: Sequence[KnobImportance]) -> pd.DataFrame:
@@ -169,4 +176,4 @@ def importance_figure(items: Sequence[KnobImportance]) -> go.Figure:
     fig.update_layout(title="Knob importance (95 % bootstrap CI)", xaxis_title="importance",
                       xaxis_range=[0, 1], height=max(240, 34 * len(shown) + 120),
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    return fig
+    return legend_below(fig)

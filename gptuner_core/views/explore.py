@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+from gptuner_core.views import colors as latency_colors
 from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import knob_columns
 from gptuner_core.views.figures import _layout
 from gptuner_core.views.figures import latency_axis
 from gptuner_core.views.knob_views import levels as value_levels
+from gptuner_core.views.legend import legend_below
 
 
 def _spread_sample(df: pd.DataFrame, n: int, by: str = "median_ms") -> pd.DataFrame:
@@ -134,7 +136,6 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
     number (``customdata``), shown on hover."""
     import numpy as np
     import plotly.graph_objects as go
-    from plotly.colors import sample_colorscale
 
     info = parallel_coordinates_info(df, max_lines=max_lines, selected=selected)
     k = len(info.axes)
@@ -160,14 +161,13 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
         lo, hi = float(latency.min()), float(latency.max())
         band = np.minimum(((latency - lo) / ((hi - lo) or 1.0) * LATENCY_BANDS).astype(int),
                           LATENCY_BANDS - 1)
-        colors = sample_colorscale("Viridis", [(b + 0.5) / LATENCY_BANDS for b in range(LATENCY_BANDS)])
+        colors = latency_colors.latency_colors(LATENCY_BANDS)
         for b in reversed(range(LATENCY_BANDS)):  # the fastest drawn last, on top
             if (band == b).any():
                 fig.add_trace(lines(band == b, f"latency band {b + 1}", colors[b]))
         fig.add_trace(go.Scatter(  # the colour bar alone: no point drawn
             x=[None], y=[None], mode="markers", name="ms", showlegend=False, hoverinfo="skip",
-            marker={"color": [lo, hi], "colorscale": "Viridis", "cmin": lo, "cmax": hi,
-                    "showscale": True, "colorbar": {"title": {"text": "ms"}}}))
+            marker=latency_colors.latency_marker([lo, hi], low=lo, high=hi)))
     for i, axis in enumerate(info.axes):
         fig.add_shape(type="line", x0=i, x1=i, y0=0, y1=1, line={"color": "#444", "width": 1})
         for at, text in axis.ticks:
@@ -182,13 +182,13 @@ def parallel_coordinates_figure(df: pd.DataFrame, *, max_lines: int = 3000,
     fig.update_layout(
         title=f"Parallel coordinates ({shown} candidates)", height=460, template="none",
         paper_bgcolor="white", plot_bgcolor="white", font={"family": "sans-serif", "size": 12},
-        margin={"l": left, "r": 60, "t": 60, "b": 70}, hovermode="closest",
+        margin={"l": left, "r": 90, "t": 60, "b": 70}, hovermode="closest",  # room for the bar title
         xaxis={"tickvals": list(range(k)), "ticktext": [_axis_title(a.label) for a in info.axes],
                "tickangle": 0, "tickfont": {"size": 11}, "showgrid": False, "zeroline": False,
                "range": [-0.6, k - 0.6], "fixedrange": True},
         yaxis={"visible": False, "range": [-0.05, 1.05], "fixedrange": True},
     )
-    return fig
+    return legend_below(fig)
 
 
 def timeline_frame(records: Sequence[Any], revalidation: Sequence[Mapping[str, Any]] = (),
@@ -253,30 +253,64 @@ def timeline_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def edf_points(latencies: Sequence[float], *, max_points: int = 1000) -> tuple[list[float], list[float]]:
-    """Sorted latencies and their cumulative fraction, thinned to ``max_points`` quantiles."""
+    """Sorted latencies and their cumulative fraction, thinned to ``max_points`` quantiles, from
+    ``(fastest, 0)``: a step curve drawn from its first point started at 1/n, which read as
+    "1/n of the candidates at the fastest latency"."""
     import numpy as np
 
     x = np.sort(np.asarray([v for v in latencies if v == v], dtype=float))
     if not len(x):
         return [], []
     y = np.arange(1, len(x) + 1) / len(x)
-    if len(x) > max_points:
-        idx = np.unique(np.linspace(0, len(x) - 1, max_points).round().astype(int))
+    if len(x) > max_points - 1:  # room for the (fastest, 0) point
+        idx = np.unique(np.linspace(0, len(x) - 1, max(max_points - 1, 2)).round().astype(int))
         x, y = x[idx], y[idx]
-    return x.tolist(), y.tolist()
+    return [float(x[0]), *x.tolist()], [0.0, *y.tolist()]
+
+
+def log_ticks(lo: float, hi: float) -> dict[str, list]:
+    """Tick values and labels for a log axis spanning ``10**lo``..``10**hi``: 1, 2, 5 of each
+    decade (every digit when that gives fewer than four), each labelled in full. plotly labels
+    the in-between ticks of a log axis with their first digit only ("2" for 0.2 beside "1")."""
+    import math
+
+    def ticks(mantissas: tuple[int, ...]) -> list[float]:
+        out = []
+        for k in range(math.floor(lo), math.ceil(hi) + 1):
+            out += [m * 10.0 ** k for m in mantissas if lo <= math.log10(m * 10.0 ** k) <= hi]
+        return out
+
+    vals = ticks((1, 2, 5))
+    if len(vals) < 4:
+        vals = ticks(tuple(range(1, 10)))
+    return {"tickvals": vals, "ticktext": [f"{v:.3g}" for v in vals]}
+
+
+#: room on each side of the EDF's log axis, a fraction of its span in decades (at least 0.05 of
+#: a decade): the first and last steps sat on the plot's edges
+EDF_PAD = 0.05
 
 
 def edf_figure(frames: Mapping[str, pd.DataFrame], *, eligible_only: bool = True) -> go.Figure:
     """Empirical distribution of median latencies, one curve per study (or per label)."""
+    import math
+
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    shown: list[float] = []
     for label, df in frames.items():
         sub = df[df["category"] == ELIGIBLE] if eligible_only and "category" in df else df
         x, y = edf_points(sub["median_ms"].dropna().tolist())
+        shown += [v for v in x if v > 0]
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"shape": "hv"},
                                  name=f"{label} (n={len(sub):,})"))
     fig.update_xaxes(type="log")
+    if shown:
+        lo, hi = math.log10(min(shown)), math.log10(max(shown))
+        pad = max((hi - lo) * EDF_PAD, 0.05)
+        fig.update_xaxes(range=[lo - pad, hi + pad], **log_ticks(lo - pad, hi + pad))
+    fig.update_yaxes(range=[0.0, 1.04], tickformat=".0%")
     return _layout(fig, "Empirical distribution of latencies" + (" (eligible)" if eligible_only else ""),
                    "median latency (ms, log)", "fraction of candidates ≤ x")
 
@@ -307,8 +341,21 @@ def study_line(name: str, config: Mapping[str, Any], fingerprint: Mapping[str, A
         candidates=len(ranked), eligible=len(eligible),
         default_ms=float(default.iloc[0]) if len(default) and default.iloc[0] == default.iloc[0] else None,
         best_ms=float(eligible["median_ms"].min()) if len(eligible) else None,
-        winner=str(win.get("message") or "—"),
+        winner=verdict_line(win),
     )
+
+
+def verdict_line(win: Mapping[str, Any]) -> str:
+    """A study's verdict in one line: its headline (the verdict's speed-up and interval, as on
+    every page) and the interval's stated confidence; "—" before a verdict. Never the tuner's
+    raw message: its "99.71% CI" (the sequential test's per-look level) beside the verdict's
+    95 % was two confidences for one interval (issue 39 item 2)."""
+    if not win:
+        return "—"
+    from gptuner_core.records import Winner
+
+    w = Winner.from_json(dict(win))
+    return f"{w.headline()} ({w.confidence * 100:.3g}% confidence)" if w.ci else w.headline()
 
 
 def comparison_frame(lines: Sequence[StudyLine]) -> pd.DataFrame:
@@ -324,6 +371,29 @@ def comparison_frame(lines: Sequence[StudyLine]) -> pd.DataFrame:
                      "screening best speed-up": speed, "winner": s.winner})
     return pd.DataFrame(rows, columns=["study", "backend", "version", "device", "candidates",
                                        "eligible", "default ms", "best ms", "screening best speed-up", "winner"])
+
+
+#: the rows of :func:`comparison_table`, verdict first, then what each study ran on
+TABLE_FIELDS = ("verdict", "backend", "version", "device", "candidates", "eligible", "default ms",
+                "best ms", "screening best speed-up")
+
+
+def comparison_table(lines: Sequence[StudyLine]) -> pd.DataFrame:
+    """:func:`comparison_frame` turned on its side: one row per field, one column per study, every
+    value as text. A row per study cut the winner sentence and pushed columns off-screen; a
+    column per study wraps in a static table (issue 39 item 7)."""
+    import pandas as pd
+
+    def ms(v: float | None) -> str:
+        return "—" if v is None else f"{v:.4g}"
+
+    columns: dict[str, list[str]] = {"field": list(TABLE_FIELDS)}
+    for s in lines:
+        speed = s.default_ms / s.best_ms if s.default_ms and s.best_ms else None
+        columns[s.name] = [s.winner, s.backend, s.version, s.device, f"{s.candidates:,}",
+                           f"{s.eligible:,}", ms(s.default_ms), ms(s.best_ms),
+                           "—" if speed is None else f"{speed:.3f}x"]
+    return pd.DataFrame(columns)
 
 
 def best_so_far_figure(frames: Mapping[str, pd.DataFrame]) -> go.Figure:

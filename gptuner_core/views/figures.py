@@ -22,6 +22,7 @@ from gptuner_core.views._frames import ACCURACY_FAILED
 from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import FAILED
 from gptuner_core.views._frames import NOT_MEASURED
+from gptuner_core.views.legend import legend_below
 
 
 STYLE = {
@@ -45,12 +46,13 @@ def scatter_class(n: int) -> Any:
     return go.Scattergl if n >= WEBGL_FROM else go.Scatter
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    """The one look of every figure: title, axis titles, white background, the legend at the
+    figure's foot (:func:`~gptuner_core.views.legend.legend_below`)."""
     fig.update_layout(
         title=title,
         xaxis_title=x,
         yaxis_title=y,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        legend={"orientation": "h", "y": -0.2},
         # a plain white look without the "plotly_white" template, whose deep copy costs ~0.1 s
         # per figure
         template="none",
@@ -60,7 +62,7 @@ def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
     )
     fig.update_xaxes(gridcolor="#ebebeb", zerolinecolor="#dddddd", linecolor="#999999")
     fig.update_yaxes(gridcolor="#ebebeb", zerolinecolor="#dddddd", linecolor="#999999")
-    return fig
+    return legend_below(fig)
 
 
 def speedup_figure(df: pd.DataFrame, *, top: int = 30) -> go.Figure:

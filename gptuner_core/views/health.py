@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
+from gptuner_core.views.legend import legend_below
+
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +54,7 @@ def drift_figure(df: pd.DataFrame) -> go.Figure:
     fig.add_hline(y=0, line_dash="dot", line_color="grey")
     fig.update_layout(xaxis_title="after candidate #", yaxis_title="default route vs first (%)",
                       height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10})
-    return fig
+    return legend_below(fig)
 
 
 def normalized_frame(

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+from gptuner_core.views import colors
 from gptuner_core.views._frames import ELIGIBLE
 from gptuner_core.views._frames import knob_columns
 from gptuner_core.views.figures import _layout
@@ -125,8 +126,7 @@ def contour_figure(df: pd.DataFrame, x_knob: str, y_knob: str, *, value: str = "
              for j, x in enumerate(xl)] for i, y in enumerate(yl)]
     fig = go.Figure(go.Heatmap(
         x=list(range(len(xl))), y=list(range(len(yl))), z=z, hovertext=text, hoverinfo="text",
-        colorscale="Viridis", reversescale=value != "speedup", hoverongaps=True,
-        colorbar={"title": "speed-up" if value == "speedup" else "ms"},
+        hoverongaps=True, **(colors.speedup_heatmap() if value == "speedup" else colors.latency_heatmap()),
     ))
     sub = _thin(eligible_timed(df), max_points, selected)
     if len(sub):
@@ -150,7 +150,8 @@ def contour_figure(df: pd.DataFrame, x_knob: str, y_knob: str, *, value: str = "
 def rank_figure(df: pd.DataFrame, x_knob: str, y_knob: str, *, selected: Sequence[int] = (),
                 max_points: int = 3000) -> go.Figure:
     """optuna-dashboard's rank plot: each eligible candidate at its pair of knob values,
-    coloured by the rank of its latency (1 = fastest); the fastest are drawn on top."""
+    coloured by its median latency (the one latency scale: darker = faster; the hover gives its
+    rank, 1 = fastest); the fastest are drawn on top."""
     import plotly.graph_objects as go
 
     sub = _thin(eligible_timed(df), max_points, selected)
@@ -164,8 +165,7 @@ def rank_figure(df: pd.DataFrame, x_knob: str, y_knob: str, *, selected: Sequenc
         x=[a + j for a, j in zip(xi, jit, strict=True)],
         y=[b + j / 2 for b, j in zip(yi, jit, strict=True)], mode="markers",
         customdata=sub[["number"]].to_numpy(), name="candidates",
-        marker={"color": sub["_rank"].tolist(), "colorscale": "Viridis", "reversescale": True,
-                "showscale": True, "colorbar": {"title": "rank"},
+        marker={**colors.latency_marker(sub["median_ms"].tolist()),
                 "line": {"color": "black", "width": 0.5}, **hl},
         hovertext=[f"#{k}: rank {int(r)}, {m:.4g} ms<br>{x_knob}={a}<br>{y_knob}={b}" for k, r, m, a, b in
                    zip(sub["number"], sub["_rank"], sub["median_ms"], knob_values(sub, x_knob),

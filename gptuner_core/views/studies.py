@@ -157,6 +157,21 @@ def studies_frame(summaries: Sequence[StudySummary]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+#: the Overview grid's columns: the verdict and its numbers, each column as wide as its longest
+#: value, which fit a 1400 px window; what each study ran on and the long texts (why it is stale,
+#: its lineage, its status message) go to :func:`study_notes` (with them the grid was 1,500 px
+#: wide: the verdict cut, later columns off-screen)
+STUDY_GRID = ("study", "status", "verdict", "candidates", "best ms")
+NOTE_COLUMNS = ("model", "backend", "search", "stale", "lineage", "message")
+
+
+def study_notes(table: pd.DataFrame) -> pd.DataFrame:
+    """Each study's other columns (those any study fills), one row per study, for a wrapped
+    table."""
+    present = [c for c in NOTE_COLUMNS if c in table and (table[c].fillna("") != "").any()]
+    return table[["study", *present]].reset_index(drop=True)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveProgress:
     fraction: float

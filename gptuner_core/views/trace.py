@@ -65,7 +65,7 @@ def trace_fields(record: CandidateRecord) -> pd.DataFrame:
     if record.speedup is not None:
         ci = record.speedup_ci
         text = f"{record.speedup:.3f}x" + (f" (CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else "")
-        rows.append(("speedup vs default", text))
+        rows.append(("screening speed-up vs default", text))  # never the verdict's
     if record.strategy_info:
         rows.append(("strategy info", str(record.strategy_info)))
     return pd.DataFrame(rows, columns=["field", "value"])

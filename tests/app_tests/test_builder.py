@@ -71,3 +71,12 @@ def test_bad_text_names_value_and_disables_pickers(empty_workspace, monkeypatch)
     assert "not allowed: int3" in errors and "qdq" in errors
     assert at.multiselect(key="kx_expr_picked").disabled
     assert _text(at) == "-quant:mode=[off|int3]"
+
+
+def test_knob_table_wraps_its_help(empty_workspace, monkeypatch) -> None:
+    """Issue 39 item 7 (screenshots): the builder's grid cut the help column mid-sentence; the
+    knobs are a static table whose cells wrap, in a box that scrolls."""
+    at = _explorer(empty_workspace, monkeypatch)
+    knobs = next(t.value for t in at.table if "help" in t.value.columns)
+    assert len(knobs) > 1 and knobs["help"].str.len().max() > 60
+    assert not any("help" in d.value.columns for d in at.dataframe)

@@ -58,11 +58,29 @@ def test_route_trace_seeded_candidate(finished_workspace, monkeypatch) -> None:
     """The route trace shows the candidate chosen elsewhere (session state), with layers."""
     at = _page(finished_workspace, "app_pages/5_Route_trace.py", monkeypatch,
                **{state.STUDY: "digits-study", state.CANDIDATE: 0})
-    fields = dict(at.dataframe[0].value.values.tolist())
+    fields = dict(at.table[0].value.values.tolist())
     assert fields["number"] == "0"
-    layer_tables = [d.value for d in at.dataframe if "time_ms" in d.value.columns]
+    layer_tables = [d.value for d in at.table if "time ms" in d.value.columns]
     assert layer_tables and "conv1" in list(layer_tables[0]["name"])
     assert any("gptuner tune" in c.value for c in at.code)
+
+
+def test_route_trace_tables_wrap_and_its_picker_is_short(finished_workspace, monkeypatch) -> None:
+    """Issue 39 item 7 (screenshots): the record's routes, paths and hashes were cut by the grid,
+    and the picker cut a long route mid-knob. Every table is static (it wraps), the picker's
+    options are short and the picked route is shown whole below it."""
+    from gptuner_core.storage import open_store
+
+    with open_store(finished_workspace / "digits-study", readonly=True) as store:
+        rec = next(r for r in store.candidates(with_samples=False) if r.requested_route)
+    at = _page(finished_workspace, "app_pages/5_Route_trace.py", monkeypatch,
+               **{state.STUDY: "digits-study", state.CANDIDATE: rec.number})
+    assert not at.dataframe and at.table
+    fields = dict(at.table[0].value.values.tolist())
+    assert fields["requested route"] == rec.requested_route
+    box = at.selectbox(key="rt_pick_digits-study")
+    assert all(len(o) < 60 for o in box.options) and box.value == rec.number
+    assert any(c.value == rec.requested_route for c in at.code)
 
 
 def test_compare_seeded(finished_workspace, monkeypatch) -> None:

@@ -22,10 +22,11 @@ def test_importance_tab_shows_explains_numbers(finished_workspace, monkeypatch) 
     at.segmented_control(key="res_view").set_value("Importance").run()
     assert not at.exception, at.exception
     assert not any("not in this build" in i.value for i in at.info)
-    shown = next(d.value for d in at.dataframe if "importance" in d.value.columns)
+    # static tables (they wrap; issue 39 item 7): the numbers as both pages show them
+    shown = next(d.value for d in at.table if "importance" in d.value.columns)
     at.switch_page("app_pages/7_Explain.py").run()
-    explained = next(d.value for d in at.dataframe if "importance" in d.value.columns)
-    assert shown.round(6).to_dict("records") == explained.round(6).to_dict("records")
+    explained = next(d.value for d in at.table if "importance" in d.value.columns)
+    assert shown.to_dict("records") == explained.to_dict("records")
     assert len(shown) >= 2
 
 

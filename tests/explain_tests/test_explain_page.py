@@ -37,11 +37,11 @@ def test_explain_page_renders_the_study(cnn_study, monkeypatch):
     pick = next(int(m[1]) for t in titles if (m := re.match(r"Per-layer diff #0 → #(\d+)", t)))
     expected = explain(cnn_study, pick).layer_diff.summary()
     assert "ms in layers" in expected and any(expected in s for s in summaries), (expected, summaries)
-    frames = [df.value for df in at.dataframe]
+    frames = [df.value for df in [*at.dataframe, *at.table]]  # static tables since issue 39 item 7
     diff = next(f for f in frames if "layer (ONNX origin)" in f.columns)
-    assert {"delta_ms", "noise_ms", "cause"} <= set(diff.columns)
-    fail = next(f for f in frames if "exclude_expression" in f.columns)
-    assert fail["exclude_expression"].tolist() == ["-quant:mode=[off|qdq] -quant:weight_type=[int8]"]
+    assert {"delta ms", "noise ms", "cause"} <= set(diff.columns)
+    fail = next(f for f in frames if "exclude expression" in f.columns)
+    assert fail["exclude expression"].tolist() == ["-quant:mode=[off|qdq] -quant:weight_type=[int8]"]
 
 
 def test_triage_button_offers_the_expression_to_new_run(cnn_study, monkeypatch):

@@ -70,3 +70,16 @@ def test_a_replayed_verdict_does_not_claim_fresh_processes():
     for kind in (Verdict.NOT_FASTER, Verdict.INCONCLUSIVE):
         text = Winner(verdict=kind, replayed=True, **{**common, "number": 0}).sentence()
         assert "re-measurement" not in text and "recording's samples" in text, text
+
+
+def test_a_winner_stored_without_its_round_count_claims_no_zero_rounds():
+    """Issue 39 item 7 (screenshots): the bundled H200 study's winner, stored before the record
+    kept ``rounds``, read "re-measured against it in 0 rounds of fresh processes" beside its own
+    message's "5 interleaved rounds". An unknown count is not written as 0."""
+    from gptuner_core.records import Winner
+
+    stored = {"number": 6, "speedup": 2.827, "ci": [2.480, 3.223], "significant": True,
+              "message": "route #6 is significantly faster than the default: 2.827x, 95% CI "
+                         "[2.480, 3.223], Bonferroni over 2, 5 interleaved rounds in fresh processes"}
+    text = Winner.from_json(stored).sentence()
+    assert "0 rounds" not in text and "re-measured against it in fresh processes" in text

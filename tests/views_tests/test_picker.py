@@ -36,3 +36,30 @@ def test_search_finds_a_candidate_beyond_the_list() -> None:
     assert crashed.matched == sum(r.state is CandidateState.CRASHED for r in recs)
     assert all("CRASHED" in crashed.labels[n] for n in crashed.numbers)
     assert candidate_choices(recs, query="no such text").numbers == ()
+
+
+def _timed(number: int, ms: float, route: str) -> CandidateRecord:
+    from gptuner_core.records import LatencyStats
+
+    lat = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms, p99_ms=ms,
+                       cv=0.01, ci_low_ms=ms, ci_high_ms=ms, n_samples=10)
+    return CandidateRecord(number=number, requested_route=route, state=CandidateState.COMPLETE,
+                           latency=lat)
+
+
+LONG = ("-torch:mode=reduce-overhead -torch:precision=fp32 -inductor:freezing=off "
+        "-inductor:coordinate_descent_tuning=off -inductor:epilogue_fusion=on")
+
+
+def test_short_labels_name_number_screening_speedup_and_knob_count() -> None:
+    """Issue 39 item 7 (screenshots): a route of five knobs was cut by the select box; the label
+    is now short and the page shows the full route below it. The speed-up is screening's (one
+    process per route), so the label says so (issue item 2)."""
+    recs = [_timed(0, 2.0, ""), _timed(5, 1.6, LONG),
+            CandidateRecord(number=6, requested_route="-ort:threads=2",
+                            state=CandidateState.BUILD_FAILED)]
+    labels = candidate_choices(recs, route=False).labels
+    assert labels[0] == "#0 · default route"
+    assert labels[5] == "#5 · screening 1.25x · 5 knobs"
+    assert labels[6] == "#6 · BUILD_FAILED · 1 knob"
+    assert max(len(v) for v in labels.values()) < 40
