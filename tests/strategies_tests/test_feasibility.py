@@ -62,3 +62,40 @@ def test_unordered_values_are_one_hot_and_sizes_by_log():
     assert np.allclose(tables[0][:, 0], [0.0, 0.5, 1.0])  # log2: 4, 5, 6
     assert tables[1].shape == (3, 3) and np.allclose(tables[1], np.eye(3))
     assert np.allclose(tables[2][:, 0], [0.0, 0.5, 1.0])  # a 0 among them: by position
+
+
+def test_the_fit_converges_where_plain_newton_steps_diverge():
+    """Few routes, many features, most routes built (as in a convolution space's first 30 builds):
+    a plain Newton step from the intercept raises the penalised loss (here the second one). The
+    fit halves such a step until the loss falls: after any number of steps its loss is no higher
+    than after fewer, and the probabilities it gives are finite and inside (0, 1)."""
+    from gptuner_core.strategies._feasibility import logistic_mode
+    from gptuner_core.strategies._feasibility import penalised_loss
+
+    rng = np.random.default_rng(93)
+    x = rng.integers(0, 2, (38, 75)).astype(float)
+    built = (rng.random(38) < 0.85).astype(float)
+    a = np.hstack([np.ones((38, 1)), (x - x.mean(0)) / (x.std(0) + 1e-6)])
+    reg = np.full(a.shape[1], 3.0)
+    reg[0] = 1e-6
+
+    w = np.zeros(a.shape[1])
+    w[0] = np.log(built.mean() / (1 - built.mean()))
+    plain = [penalised_loss(a, built, reg, w)]
+    for _ in range(4):  # the construction: plain Newton steps, one of which raises the loss
+        p = 1.0 / (1.0 + np.exp(-(a @ w)))
+        hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg)
+        w = w - np.linalg.solve(hess, a.T @ (p - built) + reg * w)
+        plain.append(penalised_loss(a, built, reg, w))
+    assert any(b > a_ for a_, b in itertools.pairwise(plain)), plain
+
+    losses = [penalised_loss(a, built, reg, logistic_mode(a, built, reg, steps))
+              for steps in range(6)]
+    assert losses[0] == plain[0]
+    assert all(b <= a_ + 1e-12 for a_, b in itertools.pairwise(losses)), losses
+    grad_end = logistic_mode(a, built, reg, 25)
+    p = 1.0 / (1.0 + np.exp(-(a @ grad_end)))
+    assert np.abs(a.T @ (p - built) + reg * grad_end).max() < 1e-4  # at the mode
+    share = logistic_share(x, built, x)
+    assert np.all(np.isfinite(share)) and np.all((share > 0) & (share < 1))
+    assert np.mean((share >= 0.5) == (built == 1.0)) >= 0.8  # it fits the outcomes it saw
