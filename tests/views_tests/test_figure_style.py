@@ -6,24 +6,13 @@ from __future__ import annotations
 import math
 
 import plotly.graph_objects as go
-import pytest
 
 from gptuner_core import views
-from gptuner_core.storage import open_store
-from gptuner_core.testing.synthetic_study import write_synthetic_study
 from gptuner_core.views import colors
 from gptuner_core.views import explore
 from gptuner_core.views import figures
 from gptuner_core.views import knob_views
 from gptuner_core.views import legend
-
-
-@pytest.fixture(scope="module")
-def ranked(tmp_path_factory):
-    path = write_synthetic_study(tmp_path_factory.mktemp("s") / "st", 30, seed=2, write_logs=False)
-    with open_store(path, readonly=True) as store:
-        records = store.candidates(with_samples=False)
-    return views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
 
 
 def test_legend_rows_count_wrapped_entries() -> None:

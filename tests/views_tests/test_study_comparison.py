@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from gptuner_core import views
 from gptuner_core.records import Winner
-from gptuner_core.storage import open_store
-from gptuner_core.testing.synthetic_study import write_synthetic_study
 from gptuner_core.views import explore
+
+from .conftest import ranked_study
 
 
 RAW = ("route #6 is significantly faster than the default: 2.827x [2.480, 3.223] after 4 rounds "
@@ -22,10 +21,7 @@ WIN = {"verdict": "winner", "number": 6, "speedup": 2.827, "ci": [2.480, 3.223],
 
 @pytest.fixture(scope="module")
 def ranked(tmp_path_factory):
-    path = write_synthetic_study(tmp_path_factory.mktemp("s") / "st", 12, seed=3, write_logs=False)
-    with open_store(path, readonly=True) as store:
-        records = store.candidates(with_samples=False)
-    return views.apply_epsilon(views.candidates_frame(records), records, 1e-3)
+    return ranked_study(tmp_path_factory.mktemp("s"), 12, seed=3)
 
 
 def test_winner_row_is_the_verdict_headline_with_its_confidence(ranked) -> None:
