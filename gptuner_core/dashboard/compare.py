@@ -16,9 +16,9 @@ from gptuner_core.errors import GptunerError
 def compare_studies(ws: Path) -> None:
     """Pick studies; show one column each, the EDF of their latencies and their best-so-far curves."""
     from gptuner_core.views.explore import best_so_far_figure
-    from gptuner_core.views.explore import comparison_table
     from gptuner_core.views.explore import edf_figure
-    from gptuner_core.views.explore import study_line
+    from gptuner_core.views.study_comparison import comparison_table
+    from gptuner_core.views.study_comparison import study_line
 
     names = [p.name for p in study_dirs(ws)]
     if len(names) < 2:

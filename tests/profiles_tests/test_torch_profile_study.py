@@ -144,7 +144,9 @@ def test_explain_page_renders_the_torch_layer_diff(study, monkeypatch):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     assert "Per-layer diff #0 → #1" in [s.value for s in at.subheader]
-    frames = [df.value for df in at.dataframe]
+    # static tables since issue 39 item 7, their headers with spaces for underscores
+    frames = [df.value.rename(columns=lambda c: str(c).replace(" ", "_"))
+              for df in [*at.dataframe, *at.table]]
     diff = next(f for f in frames if "delta_ms" in f.columns)
     groups = set(diff.iloc[:, 0])
     assert {f"{c} (+2)" for c in CONVS} | set(LINEARS) <= groups, groups

@@ -8,6 +8,7 @@ from gptuner_core import views
 from gptuner_core.storage import open_store
 from gptuner_core.testing.synthetic_study import write_synthetic_study
 from gptuner_core.views import explore
+from gptuner_core.views import study_comparison
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +44,9 @@ def test_edf_is_thinned_and_monotone() -> None:
 
 def test_compare_two_studies(study) -> None:
     _, ranked = study
-    line = explore.study_line("a", {"backend": "onnxruntime"}, {"backend_version": "1.20"},
+    line = study_comparison.study_line("a", {"backend": "onnxruntime"}, {"backend_version": "1.20"},
                               {"winner": {"message": "#3 wins"}}, ranked)
-    frame = explore.comparison_frame([line, line])
+    frame = study_comparison.comparison_frame([line, line])
     # the ratio of two screening medians: labelled screening (issue 39 item 3)
     assert list(frame["study"]) == ["a", "a"] and frame["screening best speed-up"].iloc[0] > 0
     fig = explore.edf_figure({"a": ranked, "b": ranked})

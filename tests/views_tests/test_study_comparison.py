@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gptuner_core.records import Winner
-from gptuner_core.views import explore
+from gptuner_core.views import study_comparison
 
 from .conftest import ranked_study
 
@@ -26,18 +26,18 @@ def ranked(tmp_path_factory):
 
 def test_winner_row_is_the_verdict_headline_with_its_confidence(ranked) -> None:
     """Defect: the row showed ``win["message"]`` ("... 99.71% CI") beside a verdict of 95 %."""
-    line = explore.study_line("a", {"backend": "torch"}, {}, {"winner": WIN}, ranked)
+    line = study_comparison.study_line("a", {"backend": "torch"}, {}, {"winner": WIN}, ranked)
     headline = Winner.from_json(dict(WIN)).headline()
     assert line.winner.startswith(headline) and "95% confidence" in line.winner
     assert "99.71" not in line.winner and "sequential" not in line.winner
-    none = explore.study_line("b", {}, {}, {}, ranked)
+    none = study_comparison.study_line("b", {}, {}, {}, ranked)
     assert none.winner == "—"
 
 
 def test_comparison_table_is_one_column_per_study(ranked) -> None:
-    a = explore.study_line("a", {"backend": "torch"}, {"device": "H200"}, {"winner": WIN}, ranked)
-    b = explore.study_line("b", {"backend": "onnxruntime"}, {}, {}, ranked)
-    table = explore.comparison_table([a, b])
+    a = study_comparison.study_line("a", {"backend": "torch"}, {"device": "H200"}, {"winner": WIN}, ranked)
+    b = study_comparison.study_line("b", {"backend": "onnxruntime"}, {}, {}, ranked)
+    table = study_comparison.comparison_table([a, b])
     assert list(table.columns) == ["field", "a", "b"]
     fields = list(table["field"])
     assert fields[:3] == ["verdict", "backend", "version"]
