@@ -31,6 +31,11 @@ class StudyLine:
     best_ms: float | None
     winner: str
 
+    @property
+    def screening_speedup(self) -> float | None:
+        """The default's screening median over the best eligible one (not the verdict)."""
+        return self.default_ms / self.best_ms if self.default_ms and self.best_ms else None
+
 
 def study_line(name: str, config: Mapping[str, Any], fingerprint: Mapping[str, Any],
                meta: Mapping[str, Any], ranked: pd.DataFrame) -> StudyLine:
@@ -66,11 +71,10 @@ def comparison_frame(lines: Sequence[StudyLine]) -> pd.DataFrame:
 
     rows = []
     for s in lines:
-        speed = s.default_ms / s.best_ms if s.default_ms and s.best_ms else None
         rows.append({"study": s.name, "backend": s.backend, "version": s.version, "device": s.device,
                      "candidates": s.candidates, "eligible": s.eligible,
                      "default ms": s.default_ms, "best ms": s.best_ms,
-                     "screening best speed-up": speed, "winner": s.winner})
+                     "screening best speed-up": s.screening_speedup, "winner": s.winner})
     return pd.DataFrame(rows, columns=["study", "backend", "version", "device", "candidates",
                                        "eligible", "default ms", "best ms", "screening best speed-up", "winner"])
 
@@ -91,7 +95,7 @@ def comparison_table(lines: Sequence[StudyLine]) -> pd.DataFrame:
 
     columns: dict[str, list[str]] = {"field": list(TABLE_FIELDS)}
     for s in lines:
-        speed = s.default_ms / s.best_ms if s.default_ms and s.best_ms else None
+        speed = s.screening_speedup
         columns[s.name] = [s.winner, s.backend, s.version, s.device, f"{s.candidates:,}",
                            f"{s.eligible:,}", ms(s.default_ms), ms(s.best_ms),
                            "—" if speed is None else f"{speed:.3f}x"]
