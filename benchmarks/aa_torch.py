@@ -43,6 +43,7 @@ took about 108 s there.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -142,12 +143,11 @@ def rounds_ahead(cfg, prefixed, records) -> None:
     is built (``finish.start_rounds_ahead``): here every copy's build is in the Inductor cache from
     the setup study before screening starts, so they load while the copies are screened and round 0
     does not wait for their compile (the processes stay fresh per round; unused ones are cancelled)."""
-    from gptuner_core.engine.decide.finish import round_purpose
-    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
+    from gptuner_core.engine.decide.finish import round_call
 
     if prefixed.prefetching():
-        prefixed.prefetch_rounds([(rec, round_purpose(r, rec.number), ROUND_SCALE)
-                                  for r in range(max(cfg.revalidate_rounds, 2)) for rec in records])
+        prefixed.prefetch_rounds([round_call(rec, r) for r in range(max(cfg.revalidate_rounds, 2))
+                                  for rec in records])
 
 
 class _Prefixed:
@@ -164,7 +164,8 @@ class _Prefixed:
         return self.inner.prefetching()
 
     def prefetch_rounds(self, calls) -> None:
-        self.inner.prefetch_rounds([(rec, f"{self.prefix}/{purpose}", scale) for rec, purpose, scale in calls])
+        self.inner.prefetch_rounds([dataclasses.replace(call, purpose=f"{self.prefix}/{call.purpose}")
+                                    for call in calls])
 
     def cancel_prefetched(self) -> None:
         self.inner.cancel_prefetched()

@@ -118,6 +118,20 @@ def limit_s(recs, rounds, workers: int) -> dict:
                             "screening_measure_s": round(screen, 1), "revalidation_measure_s": round(reval, 1)}}
 
 
+def timeline(study: Path, start: float) -> dict:
+    """Each process's phases, seconds from the study's start: the candidates' (``NNNNN``) and the
+    re-validation rounds' (``rR_NNNNN``), from their ``phase`` files (where a study's time goes)."""
+    out: dict[str, list] = {}
+    for folder in ("candidates", "revalidation"):
+        for phase in sorted((study / folder).glob("*/phase")):
+            try:
+                rows = [line.split() for line in phase.read_text(encoding="utf-8").splitlines()]
+                out[phase.parent.name] = [[name, round(float(t) - start, 2)] for name, t in rows]
+            except (OSError, ValueError):
+                continue
+    return out
+
+
 def summary(mode: str, study: Path, wall: float, busy, start: float, end: float, workers: int = 1) -> dict:
     from gptuner_core.engine.evaluate.rounds import round_times
     from gptuner_core.storage import open_store
@@ -156,6 +170,7 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float,
         "refused": [c.get("error") for e in events for c in e.get("contenders", [])
                     if "other code than the screened build" in (c.get("error") or "")],
         **limit_s(recs, rounds, workers),
+        "timeline": timeline(study, start),
     }
 
 

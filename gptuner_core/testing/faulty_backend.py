@@ -85,6 +85,8 @@ class FaultyBackend(Backend):
     option_declarations = {
         "device_free_builds": ("builds of routes with -fault:sleep_ms > 0 count as not touching the "
                                "measured device (tests of building beside a measurement)", False),
+        "hold_builds": ("a file: builds of routes with -fault:sleep_ms > 0 wait until it exists "
+                        "(tests of what happens while candidates are still building)", ""),
     }
 
     def route_uses_device(self, route: Route) -> bool:
@@ -160,6 +162,9 @@ class FaultyBackend(Backend):
             msg = "builder rejected the route: simulated Myelin failure for -fault:mode=build_error"
             raise BackendError(msg)
         time.sleep(int(route.get("-fault:sleep_ms", "0")) / 1000)
+        hold = str(self.options.get("hold_builds") or "")
+        while hold and route.get("-fault:sleep_ms", "0") != "0" and not Path(hold).exists():
+            time.sleep(0.02)
         workdir.mkdir(parents=True, exist_ok=True)
         artifact = workdir / "model.onnx"
         shutil.copy2(model, artifact)

@@ -298,3 +298,37 @@ def test_round_processes_start_while_the_last_candidates_are_still_screened(tmp_
                if (f / "phase").exists() and not (f / "result.json").exists()
                and "cancel" not in ((f / "turn").read_text() if (f / "turn").exists() else "")]
     assert not waiting, waiting  # every process started ahead was measured or told to exit
+
+
+@pytest.mark.slow
+def test_the_defaults_round_processes_load_while_other_candidates_still_build(tmp_path, monkeypatch):
+    """Issue 38: round 0 waited for its processes' compile when they started only once every
+    candidate had been built. The default route's processes of the first look start as soon as
+    it is committed: here the other candidates' builds are held until the default's round-0
+    process has started (``hold_builds``), which it never would without that; the study then
+    ends with a verdict and the default's processes loaded below the builds' priority."""
+    import threading
+    import time
+
+    study, release = tmp_path / "early", tmp_path / "release"
+    args = _faulty_tune(study, monkeypatch, "on", "-fault:tie=[slow|x] -fault:sleep_ms=[0|100]", 4,
+                        "--backend-option", f"hold_builds={release}", "--revalidate-top-k", "1",
+                        "--revalidate-rounds", "2", "--drift-every", "0", "--profile-runs", "0")
+    seen: list[str] = []
+
+    def release_once_round_zero_starts() -> None:
+        deadline = time.monotonic() + 90  # the builds go on either way: the test says which
+        while time.monotonic() < deadline and not (study / "revalidation" / "r0_00000" / "phase").exists():
+            time.sleep(0.02)
+        seen.append("round 0 started" if time.monotonic() < deadline else "timed out")
+        release.touch()
+
+    watcher = threading.Thread(target=release_once_round_zero_starts, daemon=True)
+    watcher.start()
+    assert main(args) in (0, 3)
+    watcher.join()
+    assert seen == ["round 0 started"], "the default's round-0 process waited for the other builds"
+    with open_store(study, readonly=True) as store:
+        assert store.winner() is not None and len(store.candidates()) == 4
+    turns = {f.name: json.loads((f / "job.json").read_text())["turn"] for f in (study / "revalidation").iterdir()}
+    assert turns["r0_00000"]["nice"] == 2 and turns["r1_00000"]["nice"] == 6, turns  # below the builds

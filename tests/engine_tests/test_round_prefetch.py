@@ -7,7 +7,9 @@ after its cancelled process has left its folder."""
 from __future__ import annotations
 
 from gptuner_core.engine.evaluate import round_prefetch
+from gptuner_core.engine.evaluate.round_prefetch import RoundCall
 from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
+from gptuner_core.engine.evaluate.round_prefetch import niceness
 from gptuner_core.engine.evaluate.round_prefetch import room
 
 
@@ -19,7 +21,7 @@ class _Process:
     cancelled: list[str] = []
     loading: set[str] = set()  # cancelled, still loading (alive)
 
-    def __init__(self, ev, record, purpose, scale, build_cpus, target) -> None:
+    def __init__(self, ev, record, purpose, scale, build_cpus, target, nice=0) -> None:
         self.purpose = purpose
         _Process.started.append(purpose)
 
@@ -39,7 +41,7 @@ class _Process:
 
 
 def _calls(rounds: int, per_round: int = 3, first: int = 0) -> list:
-    return [(None, f"r{r}_{n}", 0.25) for r in range(first, rounds) for n in range(per_round)]
+    return [RoundCall(None, f"r{r}_{n}", 0.25, r) for r in range(first, rounds) for n in range(per_round)]
 
 
 def test_as_many_load_as_there_is_room_in_the_rounds_order(monkeypatch):
@@ -73,7 +75,7 @@ def test_a_hint_that_drops_a_started_process_cancels_it_and_frees_its_place(monk
     line = RoundPrefetch(None, build_cpus=tuple(range(4)), measure_cpus=(14, 15), target="t")
 
     def rounds(*numbers):
-        return [(None, f"r{r}_{n}", 0.25) for r in range(2) for n in numbers]
+        return [RoundCall(None, f"r{r}_{n}", 0.25, r) for r in range(2) for n in numbers]
 
     line.start(rounds(0, 1))  # the default and the leader so far
     assert _Process.started == ["r0_0", "r0_1", "r1_0", "r1_1"]
@@ -89,3 +91,75 @@ def test_a_hint_that_drops_a_started_process_cancels_it_and_frees_its_place(monk
     assert _Process.started[6:] == ["r0_1", "r1_1"]  # the place went to it
     line.cancel_all()
     assert not _Process.loading
+
+
+def test_the_round_about_to_run_loads_first_on_the_cpu(monkeypatch):
+    """Issue 38: 12 round processes loading side by side took 40 s each on ConvNeXt, round 0's
+    among them. Each loads at a niceness that grows with its round's distance from the hint's
+    first round, all below the builds (0); a later hint keeps the started ones as they are."""
+    monkeypatch.setattr(round_prefetch, "_Pending", _Process)
+    _Process.started, _Process.cancelled, _Process.loading = [], [], set()
+    line = RoundPrefetch(None, build_cpus=tuple(range(14)), measure_cpus=(14, 15), target="t")
+    line.start(_calls(4))
+    assert [niceness(k) for k in range(7)] == [2, 6, 10, 14, 18, 19, 19]
+    assert {p: line.nice[p] for p in ("r0_0", "r0_2", "r1_0", "r2_1", "r3_2")} == {
+        "r0_0": 2, "r0_2": 2, "r1_0": 6, "r2_1": 10, "r3_2": 14}
+    line.take("r0_0"), line.take("r0_1"), line.take("r0_2")
+    line.start(_calls(6, first=1))  # round 1 is next: rounds 4 and 5 queue below round 3
+    assert line.nice["r1_0"] == 6 and line.nice["r4_0"] == 14 and line.nice["r5_1"] == 18
+    line.cancel_all()
+
+
+def test_the_default_loads_its_first_look_while_others_build_and_the_finalists_once_all_are_built():
+    """``start_rounds_ahead``: the default route's first four rounds (every study measures it in
+    each) while the others build; once all are built, every round of the default and of the
+    top-k finalists as screening ranks them, round by round."""
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.decide.finish import start_rounds_ahead
+    from gptuner_core.records import CandidateRecord
+    from gptuner_core.records import CandidateState
+    from gptuner_core.records import LatencyStats
+
+    def rec(n: int, ms: float) -> CandidateRecord:
+        lat = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms, p99_ms=ms,
+                           cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
+        return CandidateRecord(number=n, requested_route=f"-k={n}", state=CandidateState.COMPLETE, latency=lat)
+
+    class Evaluator:
+        hints: list[list[RoundCall]] = []
+
+        def prefetching(self) -> bool:
+            return True
+
+        def prefetch_rounds(self, calls: list[RoundCall]) -> None:
+            self.hints.append(calls)
+
+    ev, cfg = Evaluator(), StudyConfig(model="m.onnx", revalidate_top_k=2, revalidate_rounds=12)
+    history = [rec(0, 3.0), rec(1, 1.0), rec(2, 2.5), rec(3, 1.5)]
+    start_rounds_ahead(cfg, ev, history[:1], settled=False)
+    assert [(c.purpose, c.round) for c in ev.hints[-1]] == [(f"revalidation/r{r}_00000", r) for r in range(4)]
+    start_rounds_ahead(cfg, ev, history, settled=True)
+    assert [(c.record.number, c.round) for c in ev.hints[-1]] == [(n, r) for r in range(12) for n in (0, 1, 3)]
+    assert {c.scale for c in ev.hints[-1]} == {0.25}
+
+
+def test_a_process_started_ahead_loads_below_the_builds_and_measures_at_normal_priority(tmp_path):
+    """The child's side (``engine.process.turn``): niceness ``nice`` while it loads, every
+    thread back to 0 with its turn where the system allows it (root here, or CAP_SYS_NICE)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, threading\n"
+            "from gptuner_core.engine.process import turn\n"
+            "turn.lower_priority(6)\n"
+            "t = threading.Thread(target=lambda: __import__('time').sleep(1)); t.start()\n"
+            "low = os.getpriority(os.PRIO_PROCESS, 0)\n"
+            "tasks = [int(x) for x in os.listdir('/proc/self/task')]\n"
+            "turn.restore_priority()\n"
+            "print(low, sorted({os.getpriority(os.PRIO_PROCESS, x) for x in tasks}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(tmp_path))
+    low, after = out.stdout.split(" ", 1)
+    assert int(low) == 6
+    assert after.strip() in (("[0]",) if os.geteuid() == 0 else ("[0]", "[6]")), out.stdout

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.evaluate.protocol import Evaluator
+    from gptuner_core.engine.evaluate.round_prefetch import RoundCall
     from gptuner_core.records import CandidateRecord
     from gptuner_core.records import Winner
     from gptuner_core.storage import StudyStore
@@ -75,10 +76,8 @@ def revalidate_winner(
         store.add_event("revalidation", payload)
         return dataclasses.replace(winner, replayed=True) if cfg.backend == "replay" else winner
     from gptuner_core.engine.evaluate.round_prefetch import attach
-    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
 
-    attach(measure_fresh, evaluator, lambda order: [
-        (by_number[n], round_purpose(r, n), ROUND_SCALE) for n, r in order])
+    attach(measure_fresh, evaluator, lambda order: [round_call(by_number[n], r) for n, r in order])
     from gptuner_core.engine.decide.ties import TieOrder
 
     ties = TieOrder.of(history)
@@ -108,23 +107,35 @@ def round_purpose(round_index: int, number: int) -> str:
     return f"revalidation/r{round_index}_{number:05d}"
 
 
-def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[CandidateRecord]) -> None:
-    """Every candidate has been built, the last ones still wait to be measured: start the
-    re-validation processes of the default route and of the finalists as screening ranks them
-    now (``engine.evaluate.round_prefetch``), on the cores the builds have left, so that round 0 does not
-    wait for their compile. Called again as results come in; a hint that no longer names a
+def round_call(record: CandidateRecord, round_index: int) -> RoundCall:
+    """The re-measurement of ``record`` in re-validation round ``round_index`` (its own folder,
+    a round's share of the sampling settings)."""
+    from gptuner_core.engine.evaluate.round_prefetch import RoundCall
+    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
+
+    return RoundCall(record, round_purpose(round_index, record.number), ROUND_SCALE, round_index)
+
+
+def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[CandidateRecord],
+                       *, settled: bool = True) -> None:
+    """Start re-validation processes ahead (``engine.evaluate.round_prefetch``), on the cores the
+    builds leave, so that round 0 does not wait for their compile. Before every candidate has been
+    built (``settled`` false: the default route committed, others still build), only the default
+    route's processes of the first look (every study measures the default in each of its first
+    ``min(4, rounds)`` rounds), at a priority below the builds. Once every candidate has been
+    built and the last ones wait to be measured, those of the default and of the finalists as
+    screening ranks them now. Called again as results come in; a hint that no longer names a
     finalist cancels its processes. Nothing happens where re-validation will not run rounds of
     fresh processes here (no prefetching evaluator, top-k 0, several measured shapes)."""
     start = getattr(evaluator, "prefetch_rounds", None)
     if (start is None or not evaluator.prefetching() or cfg.revalidate_top_k <= 0  # type: ignore[attr-defined]
             or len(cfg.measure_shapes) > 1 or not history or not history[0].eligible):
         return
-    from gptuner_core.engine.evaluate.rounds import ROUND_SCALE
-
-    by_number = {r.number: r for r in history}
-    numbers = [0, *(r.number for r in verdict.contenders(history)[: cfg.revalidate_top_k])]
-    start([(by_number[n], round_purpose(r, n), ROUND_SCALE)
-           for r in range(max(cfg.revalidate_rounds, 2)) for n in numbers])
+    rounds = max(cfg.revalidate_rounds, 2)
+    finalists = verdict.contenders(history)[: cfg.revalidate_top_k] if settled else []
+    if not settled:
+        rounds = min(4, rounds)  # the first look: the default is measured in each of them
+    start([round_call(record, r) for r in range(rounds) for record in [history[0], *finalists]])
 
 
 def check_output_path(output: str) -> None:

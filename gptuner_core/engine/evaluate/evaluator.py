@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.evaluate.round_prefetch import RoundCall
     from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
     from gptuner_core.engine.files.workspace import StudyWorkspace
     from gptuner_core.engine.scale.device_gate import DeviceGate
@@ -327,7 +328,7 @@ class IsolatedEvaluator:
 
         return overlap_enabled(self.ctx.config)
 
-    def prefetch_rounds(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
+    def prefetch_rounds(self, calls: list[RoundCall]) -> None:
         """Start these re-measurements now; each waits for its turn after loading
         (``engine.evaluate.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
         if self._prefetch is None:

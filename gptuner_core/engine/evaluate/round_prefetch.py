@@ -13,18 +13,26 @@ the loading of later rounds runs on cores nothing else needs while earlier round
 costs about its measurements, not a compile per process (the processes stay fresh per round). A
 prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.
 
-The line can start before re-validation does: once every candidate of the study has been built,
-``engine.decide.finish.start_rounds_ahead`` hints the rounds of the default route and of the finalists
-as screening has ranked them so far, while the last candidates are still measured one at a time
-(issue 38: round 0 waited for its processes' compile otherwise). Each hint names every process
-still wanted: one it no longer names (a finalist that screening or a decision dropped) is told to
-exit, and its place goes to the next in line.
+The line can start before re-validation does (issue 38: round 0 waited for its processes' compile
+otherwise): ``engine.decide.finish.start_rounds_ahead`` hints the first rounds of the default route
+as soon as it was committed (every study re-measures it), while the other candidates still build,
+and once every candidate has been built, the rounds of the default and of the finalists as
+screening has ranked them so far, while the last candidates are still measured one at a time. Each
+hint names every process still wanted: one it no longer names (a finalist that screening or a
+decision dropped) is told to exit, and its place goes to the next in line.
+
+The earliest round comes first on the CPU too: a process loads at the niceness :func:`niceness`
+gives its round's distance from the first round of the hint (builds run at 0), so the round about
+to run is ready before later rounds take the cores, and loading round processes yield to the
+builds still running. Its turn restores its priority where the system allows it (it measures on
+the measuring cores, which nothing else uses).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -38,16 +46,42 @@ if TYPE_CHECKING:
     from gptuner_core.records import ChildResult
 
 
+#: niceness added per round between a process's round and the hint's first round
+NICE_PER_ROUND = 4
+#: niceness of the first round's processes: below the builds (0) that may still run
+FIRST_ROUND_NICE = 2
+
+
+def niceness(rounds_ahead: int) -> int:
+    """The CPU priority (``nice``) of a process whose round comes ``rounds_ahead`` rounds after
+    the first round of the hint: 2, 6, 10, 14, 18, 19..."""
+    return min(19, FIRST_ROUND_NICE + NICE_PER_ROUND * max(rounds_ahead, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCall:
+    """One re-measurement a hint asks for: ``record`` measured in the work folder ``purpose``
+    (the round's process) with the sampling settings scaled by ``scale``, in re-validation round
+    ``round`` (what orders the processes on the CPU)."""
+
+    record: CandidateRecord
+    purpose: str
+    scale: float
+    round: int
+
+
 class _Pending:
-    """One re-measurement process started ahead, waiting for its turn after loading."""
+    """One re-measurement process started ahead, waiting for its turn after loading at
+    niceness ``nice``."""
 
     def __init__(self, ev: RoundRunner, record: CandidateRecord, purpose: str, scale: float,
-                 build_cpus: tuple[int, ...], target: str) -> None:
+                 build_cpus: tuple[int, ...], target: str, nice: int = 0) -> None:
         self.purpose = purpose
         self.workdir = ev.ctx.workspace.root / purpose
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / TURN).unlink(missing_ok=True)
-        job = ev.remeasure_job(record, scale).replace(turn={"build_cpus": list(build_cpus), "wait": True})
+        job = ev.remeasure_job(record, scale).replace(
+            turn={"build_cpus": list(build_cpus), "wait": True, "nice": int(nice)})
         timeouts = {**ev._timeouts(), "wait": float("inf")}  # noqa: SLF001 - the evaluator's own
         self.res: ChildResult | None = None
 
@@ -85,26 +119,29 @@ def room(build_cpus: tuple[int, ...]) -> int:
 class RoundPrefetch:
     """The prefetched re-measurements of one evaluator, by work folder (``purpose``).
 
-    ``start`` takes the calls of the current round and of every later one (``measure_fresh``'s
-    ``prefetch`` hint, in order) and starts as many as :func:`room` allows; the rest wait in
-    line and start as earlier ones are taken. A call taken before it started starts at once.
-    Each hint names every call still wanted: a started one it leaves out is cancelled, a queued
-    one dropped. ``started`` keeps when each process was started (``time.time()``)."""
+    ``start`` takes the calls (:class:`RoundCall`) of the current round and of every later one
+    (``measure_fresh``'s ``prefetch`` hint, in order) and starts as many as :func:`room` allows,
+    each at the :func:`niceness` of its round's distance from the hint's first round; the rest
+    wait in line and start as earlier ones are taken. A call taken before it started starts at
+    once. Each hint names every call still wanted: a started one it leaves out is cancelled, a
+    queued one dropped. ``started`` keeps when each process was started (``time.time()``),
+    ``nice`` at which niceness."""
 
     def __init__(self, ev: RoundRunner, build_cpus: tuple[int, ...], measure_cpus: tuple[int, ...],
                  target: str, capacity: int | None = None) -> None:
         self.ev, self.build_cpus, self.measure_cpus, self.target = ev, build_cpus, measure_cpus, target
         self.capacity = capacity if capacity is not None else room(build_cpus)
         self._pending: dict[str, _Pending] = {}
-        self._queued: dict[str, tuple[CandidateRecord, float]] = {}
+        self._queued: dict[str, tuple[CandidateRecord, float, int]] = {}
         self._lock = threading.Lock()
         self.started: dict[str, float] = {}
+        self.nice: dict[str, int] = {}
         self._leaving: dict[str, _Pending] = {}  # cancelled, maybe still loading, by purpose
 
     def _launch(self, purpose: str) -> _Pending:
-        record, scale = self._queued.pop(purpose)
-        self.started[purpose] = time.time()
-        self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target)
+        record, scale, nice = self._queued.pop(purpose)
+        self.started[purpose], self.nice[purpose] = time.time(), nice
+        self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target, nice)
         return self._pending[purpose]
 
     def _fill(self) -> None:
@@ -123,12 +160,13 @@ class RoundPrefetch:
             return False
         return old is not None
 
-    def start(self, calls: list[tuple[CandidateRecord, str, float]]) -> None:
-        wanted = {purpose for _, purpose, _ in calls}
+    def start(self, calls: list[RoundCall]) -> None:
+        wanted = {call.purpose for call in calls}
+        first = min((call.round for call in calls), default=0)
         with self._lock:
             dropped = [self._pending.pop(p) for p in list(self._pending) if p not in wanted]
-            self._queued = {purpose: (record, scale) for record, purpose, scale in calls
-                            if purpose not in self._pending}  # in the hint's order
+            self._queued = {call.purpose: (call.record, call.scale, niceness(call.round - first))
+                            for call in calls if call.purpose not in self._pending}  # in the hint's order
             for pending in dropped:  # it exits once loaded; nothing waits for that here
                 pending.cancel(wait=False)
                 self._leaving[pending.purpose] = pending
@@ -158,8 +196,7 @@ class RoundPrefetch:
 
 def attach(measure_fresh: Any, evaluator: Any, calls_of: Any) -> Any:
     """Give ``measure_fresh`` a ``prefetch(order)`` hint when ``evaluator`` prefetches rounds:
-    ``calls_of(order)`` -> ``[(record, purpose, scale), ...]`` for the round's ``(number,
-    round_index)`` pairs."""
+    ``calls_of(order)`` -> ``[RoundCall, ...]`` for the round's ``(number, round_index)`` pairs."""
     start = getattr(evaluator, "prefetch_rounds", None)
     if start is not None and evaluator.prefetching():
         measure_fresh.prefetch = lambda order: start(calls_of(order))

@@ -111,11 +111,12 @@ def run_loop(
     search: str,
     scale_out: ScaleOut | None = None,
     device_lock: DeviceLock | None = None,
-    built: Callable[[list[CandidateRecord]], None] | None = None,
+    built: Callable[[list[CandidateRecord], bool], None] | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place.
-    Several candidates in flight (``scale_out``): ``built(history)`` once every one of them has
-    been built and no more are proposed, and after each result from then on."""
+    Several candidates in flight (``scale_out``): ``built(history, settled)`` once the default
+    route has been committed and as results come in, ``settled`` once every candidate in flight
+    has been built and no more are proposed (``engine.scale.parallel``)."""
     if scale_out is not None:
         from gptuner_core.engine.scale.parallel import run_parallel
         from gptuner_core.engine.scale.pools import make_pool

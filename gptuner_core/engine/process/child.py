@@ -216,9 +216,11 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"
     if job.turn:  # overlap: on the measuring cores (builds may run on the others), or a round
-        from gptuner_core.engine.process.turn import pin  # started ahead: load on the build cores
+        from gptuner_core.engine.process import turn  # started ahead: load on the build cores,
 
-        pin(job.turn.get("build_cpus") if job.turn.get("wait") else job.turn.get("cpus"))
+        turn.pin(job.turn.get("build_cpus") if job.turn.get("wait") else job.turn.get("cpus"))
+        if job.turn.get("wait"):  # below the builds and the earlier rounds (round_prefetch)
+            turn.lower_priority(int(job.turn.get("nice", 0)))
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
         build = backend.build(
@@ -232,9 +234,11 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     loaded = backend.load_ahead(build) if ahead else backend.load(build)
     identity = loaded.identity or file_sha256(build.artifact)  # what runs: checked by the round
     if ahead:  # measure when it is our turn
+        from gptuner_core.engine.process.turn import restore_priority
         from gptuner_core.engine.process.turn import wait_turn
 
         wait_turn(workdir, phase)
+        restore_priority()
     phase("measure")
     with loaded as runner:
         return ChildResult(state=CandidateState.COMPLETE, sha256=identity,

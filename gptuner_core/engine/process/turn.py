@@ -6,10 +6,15 @@ the parent writes the ``turn`` file in the candidate's folder once it holds the 
 The child then pins itself to the cores the file names (kept free of builds) and measures what
 it built, in the same process: nothing is compiled twice. While building it runs on the build
 cores (``ChildJob.turn["build_cpus"]``), and so do the compile workers it starts.
+
+A re-validation round's process started ahead (``ChildJob.turn["wait"]``) loads at the niceness
+its place in line gives it (``turn["nice"]``: later rounds below earlier ones, all below the
+builds) and is given the normal priority back with its turn where the system allows it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -27,6 +32,28 @@ def pin(cpus: Sequence[int] | None) -> None:
     """Run this process (and the processes it starts from now on) on ``cpus`` (none: as is)."""
     if cpus and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(c) for c in cpus})
+
+
+def lower_priority(nice: int) -> None:
+    """Run this process (and the workers it starts) at niceness ``nice`` (0: as is)."""
+    if nice > 0 and hasattr(os, "setpriority"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, min(int(nice), 19))
+
+
+def restore_priority() -> None:
+    """Every thread of this process back to niceness 0 where allowed (Linux keeps a niceness
+    per thread; raising one's priority needs CAP_SYS_NICE or a matching RLIMIT_NICE: without
+    it the process stays where it was)."""
+    if not hasattr(os, "setpriority"):
+        return
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, tid, 0)
 
 
 def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005) -> dict[str, Any]:

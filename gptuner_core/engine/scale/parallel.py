@@ -21,10 +21,12 @@ Same rules as :func:`gptuner_core.engine.loop.loop.run_loop` (it hands over here
 * budgets stop new proposals; candidates in flight are finished and committed;
 * re-measurements (drift sentinel, racing) wait until nothing is in flight, and hold the
   measuring device (``CandidatePool.measuring``);
-* once the strategy has nothing more to propose and every candidate in flight has been built
-  (it waits for the device or measures), ``built(history)`` is called, and again after each
-  result from then on: the re-validation rounds' processes can start loading on the cores the
-  builds have left (``engine.decide.finish.start_rounds_ahead``).
+* once the default route has been committed, ``built(history, settled)`` is called, and again
+  whenever a result comes in or the candidates in flight change: ``settled`` once the strategy
+  has nothing more to propose and every candidate in flight has been built (it waits for the
+  device or measures). The re-validation rounds' processes can start loading on the cores the
+  builds leave: the default's first while the others build, the finalists' once all are built
+  (``engine.decide.finish.start_rounds_ahead``).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def run_parallel(
     sink: loop.Sink,
     space_size: int,
     search: str,
-    built: Callable[[list[CandidateRecord]], None] | None = None,
+    built: Callable[[list[CandidateRecord], bool], None] | None = None,
 ) -> loop.LoopEnd:
     """:func:`loop.run_loop` with up to ``pool.width`` candidates in flight (module docstring)."""
     gated = _Gated(evaluator, pool)
@@ -132,7 +134,7 @@ def run_parallel(
     skipped = 0
     phase_of: dict[str, str] = {}  # each route's last phase, as its process reported it
     asked_out = False  # the strategy's last answer was "nothing more" (or a budget ended it)
-    hinted: tuple[int, tuple[int, ...]] | None = None  # what ``built`` was last called with
+    hinted: tuple[int, tuple[int, ...], bool] | None = None  # what ``built`` was last called with
 
     early = bool(getattr(pool, "builds_before_default", False))
 
@@ -225,11 +227,12 @@ def run_parallel(
                 continue
             wait([f for _, f in inflight.values()], timeout=0.2, return_when=FIRST_COMPLETED)
             _drain(phases, sink, history, phase_of)
-            now = (len(history), tuple(inflight))
-            if built is not None and (asked_out or end is not None) and now != hinted and all(
-                    fut.done() or phase_of.get(str(p.route)) in BUILT for p, fut in inflight.values()):
+            settled = (asked_out or end is not None) and all(
+                fut.done() or phase_of.get(str(p.route)) in BUILT for p, fut in inflight.values())
+            now = (len(history), tuple(inflight), settled)
+            if built is not None and history and now != hinted:
                 hinted = now
-                built(history)
+                built(history, settled)
     finally:
         _drain(phases, sink, history, phase_of)
         pool.close()
