@@ -170,7 +170,9 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float,
         "refused": [c.get("error") for e in events for c in e.get("contenders", [])
                     if "other code than the screened build" in (c.get("error") or "")],
         **limit_s(recs, rounds, workers),
-        "timeline": timeline(study, start),
+        "timeline": {**(line := timeline(study, start)),
+                     **{f"{r.number:05d}": [*line.get(f"{r.number:05d}", []), ["end", round(r.finished_at - start, 2)]]
+                        for r in recs if r.finished_at}},
     }
 
 
