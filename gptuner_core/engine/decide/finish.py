@@ -120,7 +120,7 @@ def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[Can
                        *, settled: bool = True) -> None:
     """Start re-validation processes ahead (``engine.evaluate.round_prefetch``), on the cores the
     builds leave, so that round 0 does not wait for their compile. Before every candidate has been
-    built (``settled`` false: the default route committed, others still build), only the default
+    built (``settled`` false: the default route measured, others still build), only the default
     route's processes of the first look (every study measures the default in each of its first
     ``min(4, rounds)`` rounds), at a priority below the builds. Once every candidate has been
     built and the last ones wait to be measured, those of the default and of the finalists as

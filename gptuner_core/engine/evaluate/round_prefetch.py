@@ -15,9 +15,10 @@ prefetched process nobody asked for is told to exit (``cancel``) before the re-v
 
 The line can start before re-validation does (issue 38: round 0 waited for its processes' compile
 otherwise): ``engine.decide.finish.start_rounds_ahead`` hints the first rounds of the default route
-as soon as it was committed (every study re-measures it), while the other candidates still build,
+as soon as it was measured (every study re-measures it), while the other candidates still build,
 and once every candidate has been built, the rounds of the default and of the finalists as
-screening has ranked them so far, while the last candidates are still measured one at a time. Each
+screening has ranked them so far (results not committed yet included), while the last candidates
+are still measured one at a time. Each
 hint names every process still wanted: one it no longer names (a finalist that screening or a
 decision dropped) is told to exit, and its place goes to the next in line.
 

@@ -21,10 +21,11 @@ Same rules as :func:`gptuner_core.engine.loop.loop.run_loop` (it hands over here
 * budgets stop new proposals; candidates in flight are finished and committed;
 * re-measurements (drift sentinel, racing) wait until nothing is in flight, and hold the
   measuring device (``CandidatePool.measuring``);
-* once the default route has been committed, ``built(history, settled)`` is called, and again
-  whenever a result comes in or the candidates in flight change: ``settled`` once the strategy
-  has nothing more to propose and every candidate in flight has been built (it waits for the
-  device or measures). The re-validation rounds' processes can start loading on the cores the
+* once the default route has a result, ``built(seen, settled)`` is called, and again whenever
+  a result comes in or the candidates in flight change: ``seen`` is the history plus the results
+  not committed yet (they finish out of proposal order), ``settled`` once the strategy has nothing
+  more to propose and every candidate in flight has been built (it waits for the device or
+  measures). The re-validation rounds' processes can start loading on the cores the
   builds leave: the default's first while the others build, the finalists' once all are built
   (``engine.decide.finish.start_rounds_ahead``).
 """
@@ -134,7 +135,7 @@ def run_parallel(
     skipped = 0
     phase_of: dict[str, str] = {}  # each route's last phase, as its process reported it
     asked_out = False  # the strategy's last answer was "nothing more" (or a budget ended it)
-    hinted: tuple[int, tuple[int, ...], bool] | None = None  # what ``built`` was last called with
+    hinted: tuple[int, tuple[int, ...], bool, int] | None = None  # what ``built`` was last called with
 
     early = bool(getattr(pool, "builds_before_default", False))
 
@@ -229,10 +230,14 @@ def run_parallel(
             _drain(phases, sink, history, phase_of)
             settled = (asked_out or end is not None) and all(
                 fut.done() or phase_of.get(str(p.route)) in BUILT for p, fut in inflight.values())
-            now = (len(history), tuple(inflight), settled)
-            if built is not None and history and now != hinted:
+            # results not committed yet count: they finish out of proposal order (the device
+            # takes whoever is built first), and the finalists' rounds should not wait for that
+            seen = [*history, *(fut.result() for _, fut in inflight.values()
+                                if fut.done() and fut.exception() is None)]
+            now = (len(history), tuple(inflight), settled, len(seen))
+            if built is not None and seen and seen[0].number == 0 and now != hinted:
                 hinted = now
-                built(history, settled)
+                built(seen, settled)
     finally:
         _drain(phases, sink, history, phase_of)
         pool.close()

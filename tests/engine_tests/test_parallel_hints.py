@@ -1,0 +1,132 @@
+"""The coordinator's hints to start re-validation processes ahead (``engine.scale.parallel``'s
+``built(seen, settled)``), with a pool whose candidates the test finishes in the order it wants:
+the real processes are in test_fork_server's round tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+
+from gptuner_core.engine.loop.loop_parts import Budget
+from gptuner_core.engine.scale.parallel import run_parallel
+from gptuner_core.records import CandidateRecord
+from gptuner_core.records import CandidateState
+from gptuner_core.records import LatencyStats
+from gptuner_core.routes import Route
+from gptuner_core.strategies import Proposal
+
+
+def _done(number: int, ms: float) -> CandidateRecord:
+    lat = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms, p99_ms=ms,
+                       cv=0.0, ci_low_ms=ms, ci_high_ms=ms, n_samples=1)
+    return CandidateRecord(number=number, requested_route=f"-k={number}", state=CandidateState.COMPLETE,
+                           latency=lat, speedup=3.0 / ms)
+
+
+class _Pool:
+    """Candidates in flight as futures the test completes; ``phase`` reports as their process would."""
+
+    width = 4
+    builds_before_default = True
+
+    def __init__(self) -> None:
+        self.futures: dict[int, Future[CandidateRecord]] = {}
+        self.phase: dict[int, object] = {}
+
+    def submit(self, proposal, number, history, artifacts, on_phase):
+        self.futures[number], self.phase[number] = Future(), on_phase
+        return self.futures[number]
+
+    def default_committed(self, record) -> None:
+        pass
+
+    def measuring(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        pass
+
+
+class _Three:
+    """Proposes three routes, then nothing more."""
+
+    def __init__(self) -> None:
+        self.left = [Proposal(route=Route.parse(f"-k={n}")) for n in range(3)]
+
+    def ask(self, history, pending=()):
+        return self.left.pop(0) if self.left else None
+
+    def tell(self, rec) -> None:
+        pass
+
+
+class _Sink:
+    def started(self, rec) -> None: ...
+    def finished(self, rec, history) -> None: ...
+    def replaced(self, rec) -> None: ...
+    def skipped(self, proposal) -> None: ...
+    def phase(self, route, phase, history) -> None: ...
+    def baseline(self, after, result) -> None: ...
+    def baselines_done(self) -> set[int]:
+        return set()
+    def stop_requested(self) -> bool:
+        return False
+    def elapsed_s(self) -> float:
+        return 0.0
+
+
+def _until(check, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_finalist_measured_before_an_earlier_candidate_is_hinted_before_that_one_commits():
+    """Issue 38 on the H100: candidates are committed in proposal order, but measured as they are
+    built; the finalists' round processes waited for every earlier candidate's commit (ResNet-50:
+    #5 measured at 50.7 s, committed at 66 s after #4, its round 0 ready at 72.9 s). A result
+    counts for the hints as soon as it is in: here #2 finishes while #1 still measures, and the
+    finalists' hint (``settled``: nothing more to propose, all built) names #2 before #1 is in."""
+    pool, hints = _Pool(), []
+    args = dict(strategy=_Three(), evaluator=None, pool=pool, history=[], key=str,
+                budget=Budget(), sink=_Sink(), space_size=3, search="full",
+                built=lambda seen, settled: hints.append(([r.number for r in seen], settled)))
+    out: list = []
+    coordinator = threading.Thread(target=lambda: out.append(run_parallel(**args)), daemon=True)
+    coordinator.start()
+    _until(lambda: len(pool.futures) == 3, "three candidates in flight")
+    for n in (1, 2):
+        pool.phase[n]("wait")  # built: each waits for the device
+    pool.futures[0].set_result(_done(0, 3.0))
+    _until(lambda: ([0], True) in hints, "the default's hint")
+    pool.futures[2].set_result(_done(2, 1.0))  # measured before #1
+    _until(lambda: ([0, 2], True) in hints, f"a hint naming #2 before #1 is in: {hints}")
+    pool.futures[1].set_result(_done(1, 2.0))
+    coordinator.join(30)
+    assert out and hints[-1] == ([0, 1, 2], True)
+
+
+def test_before_everything_is_built_the_hint_says_so():
+    """While a candidate still builds, hints are not ``settled`` (only the default's rounds
+    start: ``finish.start_rounds_ahead``), and nothing is hinted before the default's result."""
+    pool, hints = _Pool(), []
+    args = dict(strategy=_Three(), evaluator=None, pool=pool, history=[], key=str,
+                budget=Budget(), sink=_Sink(), space_size=3, search="full",
+                built=lambda seen, settled: hints.append(([r.number for r in seen], settled)))
+    coordinator = threading.Thread(target=lambda: run_parallel(**args), daemon=True)
+    coordinator.start()
+    _until(lambda: len(pool.futures) == 3, "three candidates in flight")
+    pool.futures[2].set_result(_done(2, 1.0))
+    time.sleep(0.5)  # a few turns of the coordinator's loop (0.2 s each)
+    assert hints == []  # no default yet: nothing to hint
+    pool.futures[0].set_result(_done(0, 3.0))
+    _until(lambda: bool(hints), "a hint once the default is in")
+    assert hints[0] == ([0, 2], False)  # #1 still builds
+    pool.phase[1]("wait")
+    _until(lambda: hints[-1][1], f"settled once #1 is built: {hints}")
+    pool.futures[1].set_result(_done(1, 2.0))
+    coordinator.join(30)
