@@ -232,12 +232,12 @@ def run_parallel(
                 fut.done() or phase_of.get(str(p.route)) in BUILT for p, fut in inflight.values())
             # results not committed yet count: they finish out of proposal order (the device
             # takes whoever is built first), and the finalists' rounds should not wait for that
-            seen = [*history, *(fut.result() for _, fut in inflight.values()
-                                if fut.done() and fut.exception() is None)]
-            now = (len(history), tuple(inflight), settled, len(seen))
-            if built is not None and seen and seen[0].number == 0 and now != hinted:
+            results = [*history, *(fut.result() for _, fut in inflight.values()
+                                   if fut.done() and fut.exception() is None)]
+            now = (len(history), tuple(inflight), settled, len(results))
+            if built is not None and results and results[0].number == 0 and now != hinted:
                 hinted = now
-                built(seen, settled)
+                built(results, settled)
     finally:
         _drain(phases, sink, history, phase_of)
         pool.close()
