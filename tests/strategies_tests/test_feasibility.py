@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from gptuner_core.strategies._feasibility import logistic_share
 from gptuner_core.strategies._feasibility import pairwise_share
@@ -99,3 +100,22 @@ def test_the_fit_converges_where_plain_newton_steps_diverge():
     share = logistic_share(x, built, x)
     assert np.all(np.isfinite(share)) and np.all((share > 0) & (share < 1))
     assert np.mean((share >= 0.5) == (built == 1.0)) >= 0.8  # it fits the outcomes it saw
+
+
+def test_one_failure_is_shared_among_the_pairs_that_could_explain_it():
+    """A failure whose 6 pairs of values were never seen counts 1/6 against each: a route with
+    one of those pairs (the others new) stays a candidate (at least 0.8 of a fresh route, the
+    strategies' bar), where a whole failure per pair judged it 1/2. A pair that alone explains
+    two failures (their other pairs built elsewhere) takes their whole blame and drops to 1/3."""
+    sizes = np.array([4, 4, 4, 4])
+    failed = np.array([[0, 0, 0, 0]])
+    probe = np.array([[0, 0, 1, 1]])  # shares the pair (a=0, b=0) with the failure only
+    assert pairwise_share(failed, np.zeros(1), probe, sizes)[0] >= 0.8
+    assert pairwise_share(failed, np.zeros(1), probe, sizes, share=False)[0] == 0.5
+
+    rows = np.array([[0, 0, 1, 2], [0, 0, 2, 1],  # failed: (a=0, b=0) is their one new pair
+                     [0, 1, 1, 2], [1, 0, 1, 2], [0, 1, 2, 1], [1, 0, 2, 1]])  # built
+    built = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    p = pairwise_share(rows, built, np.array([[0, 0, 3, 3], [0, 1, 3, 3]]), sizes)
+    assert p[0] == pytest.approx(1 / 3)
+    assert p[1] >= 0.8
