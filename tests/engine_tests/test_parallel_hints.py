@@ -9,6 +9,7 @@ import time
 from concurrent.futures import Future
 
 from gptuner_core.engine.loop.loop_parts import Budget
+from gptuner_core.engine.loop.loop_parts import QuietSink
 from gptuner_core.engine.scale.parallel import run_parallel
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
@@ -63,21 +64,6 @@ class _Three:
         pass
 
 
-class _Sink:
-    def started(self, rec) -> None: ...
-    def finished(self, rec, history) -> None: ...
-    def replaced(self, rec) -> None: ...
-    def skipped(self, proposal) -> None: ...
-    def phase(self, route, phase, history) -> None: ...
-    def baseline(self, after, result) -> None: ...
-    def baselines_done(self) -> set[int]:
-        return set()
-    def stop_requested(self) -> bool:
-        return False
-    def elapsed_s(self) -> float:
-        return 0.0
-
-
 def _until(check, what: str) -> None:
     deadline = time.monotonic() + 30
     while not check():
@@ -93,7 +79,7 @@ def test_a_finalist_measured_before_an_earlier_candidate_is_hinted_before_that_o
     finalists' hint (``settled``: nothing more to propose, all built) names #2 before #1 is in."""
     pool, hints = _Pool(), []
     args = dict(strategy=_Three(), evaluator=None, pool=pool, history=[], key=str,
-                budget=Budget(), sink=_Sink(), space_size=3, search="full",
+                budget=Budget(), sink=QuietSink(), space_size=3, search="full",
                 built=lambda seen, settled: hints.append(([r.number for r in seen], settled)))
     out: list = []
     coordinator = threading.Thread(target=lambda: out.append(run_parallel(**args)), daemon=True)
@@ -115,7 +101,7 @@ def test_before_everything_is_built_the_hint_says_so():
     start: ``finish.start_rounds_ahead``), and nothing is hinted before the default's result."""
     pool, hints = _Pool(), []
     args = dict(strategy=_Three(), evaluator=None, pool=pool, history=[], key=str,
-                budget=Budget(), sink=_Sink(), space_size=3, search="full",
+                budget=Budget(), sink=QuietSink(), space_size=3, search="full",
                 built=lambda seen, settled: hints.append(([r.number for r in seen], settled)))
     coordinator = threading.Thread(target=lambda: run_parallel(**args), daemon=True)
     coordinator.start()

@@ -52,6 +52,37 @@ class Sink(Protocol):
     def elapsed_s(self) -> float: ...
 
 
+class QuietSink:
+    """A :class:`Sink` that keeps nothing and never stops the loop (simulations build on it)."""
+
+    def started(self, rec: CandidateRecord) -> None:
+        pass
+
+    def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None:
+        pass
+
+    def replaced(self, rec: CandidateRecord) -> None:
+        pass
+
+    def skipped(self, proposal: Proposal) -> None:
+        pass
+
+    def phase(self, route: str, phase: str, history: list[CandidateRecord]) -> None:
+        pass
+
+    def baseline(self, after: int, result: ChildResult) -> None:
+        pass
+
+    def baselines_done(self) -> set[int]:
+        return set()
+
+    def stop_requested(self) -> bool:
+        return False
+
+    def elapsed_s(self) -> float:
+        return 0.0
+
+
 def budget_reason(budget: Budget, history: list[CandidateRecord], sink: Sink) -> str:
     if sink.stop_requested():
         return "stopped on request"

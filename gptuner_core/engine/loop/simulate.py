@@ -21,6 +21,7 @@ from typing import Any
 from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
 from gptuner_core.engine.loop.loop import Budget
 from gptuner_core.engine.loop.loop import run_loop
+from gptuner_core.engine.loop.loop_parts import QuietSink
 from gptuner_core.errors import ConfigError
 from gptuner_core.recording import Recording
 from gptuner_core.recording import load_recording
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
     from gptuner_core.knobs import KnobDatabase
     from gptuner_core.records import CandidateRecord
-    from gptuner_core.records import ChildResult
     from gptuner_core.strategies import Proposal
     from gptuner_core.strategies.warm_start import Prior
 
@@ -135,7 +135,7 @@ def parse_budget(budget: int | float | str, space_size: int) -> int:
     return n
 
 
-class _TraceSink:
+class _TraceSink(QuietSink):
     """Keeps the trace of a simulated search (the loop's :class:`~engine.loop.loop.Sink`).
 
     The study's pick is kept up to date per finished candidate (one comparison), and recomputed
@@ -178,9 +178,6 @@ class _TraceSink:
             best_speedup=self._best_speedup, info=info, remeasure=remeasure,
         ))
 
-    def started(self, rec: CandidateRecord) -> None:
-        pass
-
     def finished(self, rec: CandidateRecord, history: list[CandidateRecord]) -> None:
         self._history = history
         self._offer(rec)
@@ -199,18 +196,6 @@ class _TraceSink:
 
     def phase(self, route: str, phase: str, history: list[CandidateRecord]) -> None:
         self._history = history
-
-    def baseline(self, after: int, result: ChildResult) -> None:
-        pass
-
-    def baselines_done(self) -> set[int]:
-        return set()
-
-    def stop_requested(self) -> bool:
-        return False
-
-    def elapsed_s(self) -> float:
-        return 0.0
 
 
 def simulate(
