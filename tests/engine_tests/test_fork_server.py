@@ -332,3 +332,40 @@ def test_the_defaults_round_processes_load_while_other_candidates_still_build(tm
         assert store.winner() is not None and len(store.candidates()) == 4
     turns = {f.name: json.loads((f / "job.json").read_text())["turn"] for f in (study / "revalidation").iterdir()}
     assert turns["r0_00000"]["nice"] == 2 and turns["r1_00000"]["nice"] == 6, turns  # below the builds
+    _a_build_written_before_the_result_is_enough_to_measure_it_again(study)
+
+
+def _a_build_written_before_the_result_is_enough_to_measure_it_again(study: Path) -> None:
+    """Each candidate's process wrote its build before waiting for the device
+    (``engine.process.turn.BUILT``): the evaluator's ``built_record`` of it names the artifact
+    the candidate's result names, and a round's process measures it from that record alone
+    (``finish.start_rounds_ahead`` starts round 0 of candidates still waiting from it)."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.config import StudyConfig
+    from gptuner_core.engine.evaluate.evaluator import IsolatedEvaluator
+    from gptuner_core.engine.evaluate.evaluator import StudyContext
+    from gptuner_core.engine.files.inputs import open_inputs
+    from gptuner_core.engine.files.workspace import StudyWorkspace
+
+    ws = StudyWorkspace(study)
+    with open_store(study, readonly=True) as store:
+        cfg = StudyConfig.from_json(store.config())
+        recs = store.candidates()
+        sha, axes = store.get_meta("inputs_sha256"), store.get_meta("batch_axes")
+    specs = load_backend(cfg.backend, cfg.backend_options).input_specs(Path(cfg.model))
+    evaluator = IsolatedEvaluator(StudyContext(config=cfg, workspace=ws,
+                                               inputs=open_inputs(ws, cfg, specs, sha, axes)))
+    from gptuner_core.engine.process.turn import BUILT
+
+    # those that built beside others and waited for the device (a build on the device measures
+    # at once, in the same hold)
+    kept = [r for r in recs if r.artifact_path and Path(r.artifact_path).exists()
+            and (ws.candidate_dir(r.number) / BUILT).exists()]
+    assert kept, "no waiting candidate's build written and kept"
+    for rec in kept:
+        early = evaluator.built_record(rec.number, rec.requested_route)
+        assert early is not None and early.artifact_path == rec.artifact_path
+        assert early.effective_route == rec.effective_route
+    res = evaluator.remeasure(early, "revalidation/check_early", 0.25)
+    assert res.ok and res.samples_ms, res.error
+    assert evaluator.built_record(99, "-fault:tie=x") is None  # nothing written: nothing to start

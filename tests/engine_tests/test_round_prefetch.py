@@ -141,6 +141,12 @@ def test_the_default_loads_its_first_look_while_others_build_and_the_finalists_o
     start_rounds_ahead(cfg, ev, history, settled=True)
     assert [(c.record.number, c.round) for c in ev.hints[-1]] == [(n, r) for r in range(12) for n in (0, 1, 3)]
     assert {c.scale for c in ev.hints[-1]} == {0.25}
+    # candidates still waiting for their result get round 0's process too, from the build their
+    # process wrote (one measured last might be a finalist); one that wrote none is left out
+    ev.built_record = lambda n, route: rec(n, 9.0) if n == 5 else None
+    start_rounds_ahead(cfg, ev, history, settled=True, waiting=[(4, "-k=4"), (5, "-k=5")])
+    assert [(c.record.number, c.round) for c in ev.hints[-1]] == [(0, 0), (1, 0), (3, 0), (5, 0)] + [
+        (n, r) for r in range(1, 12) for n in (0, 1, 3)]
 
 
 def test_a_process_started_ahead_loads_below_the_builds_and_measures_at_normal_priority(tmp_path):

@@ -17,6 +17,7 @@ from gptuner_core.errors import StoreError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from collections.abc import Sequence
 
     from gptuner_core.config import StudyConfig
     from gptuner_core.engine.evaluate.protocol import Evaluator
@@ -117,25 +118,32 @@ def round_call(record: CandidateRecord, round_index: int) -> RoundCall:
 
 
 def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[CandidateRecord],
-                       *, settled: bool = True) -> None:
+                       *, settled: bool = True, waiting: Sequence[tuple[int, str]] = ()) -> None:
     """Start re-validation processes ahead (``engine.evaluate.round_prefetch``), on the cores the
     builds leave, so that round 0 does not wait for their compile. Before every candidate has been
     built (``settled`` false: the default route measured, others still build), only the default
     route's processes of the first look (every study measures the default in each of its first
     ``min(4, rounds)`` rounds), at a priority below the builds. Once every candidate has been
-    built and the last ones wait to be measured, those of the default and of the finalists as
-    screening ranks them now. Called again as results come in; a hint that no longer names a
-    finalist cancels its processes. Nothing happens where re-validation will not run rounds of
-    fresh processes here (no prefetching evaluator, top-k 0, several measured shapes)."""
+    built, those of the default and of the finalists as screening ranks them now, and round 0's
+    process of each candidate still ``waiting`` for its result (``(number, route)``; it may become
+    a finalist: one measured last in screening would otherwise make round 0 wait for its load),
+    from the build its process wrote (``evaluator.built_record``). Called again as results come
+    in; a hint that no longer names a process cancels it. Nothing happens where re-validation
+    will not run rounds of fresh processes here (no prefetching evaluator, top-k 0, several
+    measured shapes)."""
     start = getattr(evaluator, "prefetch_rounds", None)
     if (start is None or not evaluator.prefetching() or cfg.revalidate_top_k <= 0  # type: ignore[attr-defined]
             or len(cfg.measure_shapes) > 1 or not history or not history[0].eligible):
         return
     rounds = max(cfg.revalidate_rounds, 2)
-    finalists = verdict.contenders(history)[: cfg.revalidate_top_k] if settled else []
-    if not settled:
-        rounds = min(4, rounds)  # the first look: the default is measured in each of them
-    start([round_call(record, r) for r in range(rounds) for record in [history[0], *finalists]])
+    if not settled:  # the first look: the default is measured in each of them
+        start([round_call(history[0], r) for r in range(min(4, rounds))])
+        return
+    finalists = [history[0], *verdict.contenders(history)[: cfg.revalidate_top_k]]
+    provisional = getattr(evaluator, "built_record", lambda _n, _r: None)
+    maybe = [rec for rec in (provisional(n, route) for n, route in waiting) if rec is not None]
+    start([round_call(record, 0) for record in [*finalists, *maybe]]
+          + [round_call(record, r) for r in range(1, rounds) for record in finalists])
 
 
 def check_output_path(output: str) -> None:

@@ -339,6 +339,22 @@ class IsolatedEvaluator:
             self._prefetch = RoundPrefetch(self, split.build, split.measure, REMEASURE_TARGET)
         self._prefetch.start(calls)
 
+    def built_record(self, number: int, route: str) -> CandidateRecord | None:
+        """Candidate ``number`` as its process built it, before its result (``engine.process.turn.BUILT``:
+        it waits for the device or measures); ``None`` when it has not written its build."""
+        from gptuner_core.engine.process.turn import BUILT
+
+        path = self.ctx.workspace.candidate_dir(number) / BUILT
+        try:
+            res = ChildResult.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+        if res.state is not CandidateState.COMPLETE or not res.artifact:
+            return None
+        return CandidateRecord(number=number, requested_route=route, state=CandidateState.COMPLETE,
+                               artifact_path=res.artifact, effective_route=res.effective_route,
+                               extra={"info": res.info or {}})
+
     def cancel_prefetched(self) -> None:
         if self._prefetch is not None:
             self._prefetch.cancel_all()

@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 
 KEEP_MODES = ("best", "top-k", "all")
 DEFAULT_KEEP = "top-k"
-#: the small records of a candidate folder, never pruned
-RECORD_FILES = frozenset({"job.json", "result.json", "log.txt", "phase", "profile.json", ".rebuild.lock"})
+#: the small records of a candidate folder, never pruned (``built.json``: its build, written
+#: before its result: ``engine.process.turn.BUILT``)
+RECORD_FILES = frozenset({"job.json", "result.json", "log.txt", "phase", "profile.json", ".rebuild.lock",
+                          "built.json"})
 PRUNED = "pruned"
 REBUILDING = "rebuilding"
 

@@ -111,12 +111,13 @@ def run_loop(
     search: str,
     scale_out: ScaleOut | None = None,
     device_lock: DeviceLock | None = None,
-    built: Callable[[list[CandidateRecord], bool], None] | None = None,
+    built: Callable[[list[CandidateRecord], bool, list[tuple[int, str]]], None] | None = None,
 ) -> LoopEnd:
     """Run until the strategy is done or a budget is reached; ``history`` grows in place.
-    Several candidates in flight (``scale_out``): ``built(seen, settled)`` once the default
-    route has a result and as results come in (``seen``: committed or not), ``settled`` once every
-    candidate in flight has been built and no more are proposed (``engine.scale.parallel``)."""
+    Several candidates in flight (``scale_out``): ``built(seen, settled, waiting)`` once the
+    default route has a result and as results come in (``seen``: committed or not), ``settled``
+    once every candidate in flight has been built and no more are proposed, ``waiting``: those
+    without a result (``engine.scale.parallel``)."""
     if scale_out is not None:
         from gptuner_core.engine.scale.parallel import run_parallel
         from gptuner_core.engine.scale.pools import make_pool

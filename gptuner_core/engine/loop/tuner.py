@@ -328,7 +328,8 @@ class Tuner:
                               target_speedup=cfg.target_speedup, drift_every=cfg.drift_every),
                 sink=sink, space_size=self.expr.count("full"), search=cfg.search,
                 scale_out=cfg.scale_out(), device_lock=lock,
-                built=lambda seen, settled: start_rounds_ahead(cfg, evaluator, seen, settled=settled),
+                built=lambda seen, settled, waiting: start_rounds_ahead(cfg, evaluator, seen, settled=settled,
+                                                                       waiting=waiting),
             )
             status, message = end.status, end.reason
         scale_warnings = self._scale_warnings(store)

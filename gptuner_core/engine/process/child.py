@@ -177,8 +177,11 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         if built.state is CandidateState.DUPLICATE:
             return built.to_json()
         if job.turn:  # overlap: measure what was built here, once the device is ours
+            from gptuner_core.engine.process.isolation import write_json_atomic
+            from gptuner_core.engine.process.turn import BUILT
             from gptuner_core.engine.process.turn import wait_turn
 
+            write_json_atomic(workdir / BUILT, built.to_json(), durable=False)
             wait_turn(workdir, phase)
     phase("measure")
     from gptuner_core.batching import iter_batches

@@ -26,6 +26,9 @@ from typing import Any
 
 TURN = "turn"
 WAIT = "wait"
+#: written by a candidate's process once built, before it waits for its turn: its build (a
+#: ``ChildResult``), so that a re-validation process can start loading it ahead of the result
+BUILT = "built.json"
 
 
 def pin(cpus: Sequence[int] | None) -> None:

@@ -21,11 +21,11 @@ Same rules as :func:`gptuner_core.engine.loop.loop.run_loop` (it hands over here
 * budgets stop new proposals; candidates in flight are finished and committed;
 * re-measurements (drift sentinel, racing) wait until nothing is in flight, and hold the
   measuring device (``CandidatePool.measuring``);
-* once the default route has a result, ``built(seen, settled)`` is called, and again whenever
-  a result comes in or the candidates in flight change: ``seen`` is the history plus the results
-  not committed yet (they finish out of proposal order), ``settled`` once the strategy has nothing
-  more to propose and every candidate in flight has been built (it waits for the device or
-  measures). The re-validation rounds' processes can start loading on the cores the
+* once the default route has a result, ``built(seen, settled, waiting)`` is called, and again
+  whenever a result comes in or the candidates in flight change: ``seen`` is the history plus the
+  results not committed yet (they finish out of proposal order), ``settled`` once the strategy
+  has nothing more to propose and every candidate in flight has been built (it waits for the
+  device or measures), ``waiting`` the ``(number, route)`` of those without a result yet. The re-validation rounds' processes can start loading on the cores the
   builds leave: the default's first while the others build, the finalists' once all are built
   (``engine.decide.finish.start_rounds_ahead``).
 """
@@ -116,7 +116,7 @@ def run_parallel(
     sink: loop.Sink,
     space_size: int,
     search: str,
-    built: Callable[[list[CandidateRecord], bool], None] | None = None,
+    built: Callable[[list[CandidateRecord], bool, list[tuple[int, str]]], None] | None = None,
 ) -> loop.LoopEnd:
     """:func:`loop.run_loop` with up to ``pool.width`` candidates in flight (module docstring)."""
     gated = _Gated(evaluator, pool)
@@ -237,7 +237,7 @@ def run_parallel(
             now = (len(history), tuple(inflight), settled, len(results))
             if built is not None and results and results[0].number == 0 and now != hinted:
                 hinted = now
-                built(results, settled)
+                built(results, settled, [(n, str(p.route)) for n, (p, fut) in inflight.items() if not fut.done()])
     finally:
         _drain(phases, sink, history, phase_of)
         pool.close()
