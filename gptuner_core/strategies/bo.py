@@ -25,8 +25,9 @@ the pools, so seeds give genuinely different runs.
 **Transfer** (``prior``, from ``--warm-start`` of another study or recording of the same knobs):
 a GP fitted once on the source's results gives the prior mean of the new latency (``a + b ×
 source``, fitted on the new results by ridge regression toward the identity); the GP models the
-residual. Routes that failed in the source (or are absent from an exhaustive one) start unlikely
-to build. With no result of its own yet, its best guesses are the source's best routes.
+residual, whose scale is at least ``transfer_spread`` of the source's spread (the new results
+cluster where the source is right: :func:`._transfer.residual_scale`). Routes that failed in
+the source (or are absent from an exhaustive one) start unlikely to build. With no result of its own yet, its best guesses are the source's best routes.
 """
 
 from __future__ import annotations
