@@ -75,9 +75,9 @@ OPTIONS = {
     ),
     "transfer_spread": StrategyOption(
         description=(
-            "with a --warm-start prior: how far the new GPU may depart from the source where "
-            "the study has not looked, as a share of the spread of the source's log latencies "
-            "(0: only as far as the study's own results depart from it)"
+            "with a --warm-start prior, on the exploring turn: how far the new GPU may depart "
+            "from the source where the study has not looked, as a share of the spread of the "
+            "source's log latencies (0: only as far as the study's own results depart from it)"
         ),
         default=0.5, type=float,
     ),

@@ -25,8 +25,8 @@ the pools, so seeds give genuinely different runs.
 **Transfer** (``prior``, from ``--warm-start`` of another study or recording of the same knobs):
 a GP fitted once on the source's results gives the prior mean of the new latency (``a + b ×
 source``, fitted on the new results by ridge regression toward the identity); the GP models the
-residual, whose scale is at least ``transfer_spread`` of the source's spread (the new results
-cluster where the source is right: :func:`._transfer.residual_scale`). Routes that failed in
+residual, whose scale on the exploring turn is at least ``transfer_spread`` of the source's
+spread (the new results cluster where the source is right: :func:`._transfer.residual_scale`). Routes that failed in
 the source (or are absent from an exhaustive one) start unlikely to build. With no result of its own yet, its best guesses are the source's best routes.
 """
 
@@ -237,7 +237,9 @@ class BoStrategy(Strategy):
         if len(y):
             resid = y - a - (b * prior_obs if prior_obs is not None else 0.0)
             spread = self._src_std if prior_pool is not None else None
-            scale = residual_scale(resid, prior_spread=spread, share=self.opts["transfer_spread"])
+            turns = TURNS[self.opts["acquisition"]]  # the floor only on the exploring turn
+            share = self.opts["transfer_spread"] if turns[self._turn() % len(turns)] == 2 else 0.0
+            scale = residual_scale(resid, prior_spread=spread, share=share)
             z = resid / scale
             order = np.argsort(y)[fit_subset(len(y))]
             ox = self._features(np.array(ok)[order])
