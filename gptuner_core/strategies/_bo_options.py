@@ -73,6 +73,14 @@ OPTIONS = {
         ),
         default=0.8, type=float,
     ),
+    "transfer_spread": StrategyOption(
+        description=(
+            "with a --warm-start prior, on the exploring turn: how far the new GPU may depart "
+            "from the source where the study has not looked, as a share of the spread of the "
+            "source's log latencies (0: only as far as the study's own results depart from it)"
+        ),
+        default=0.5, type=float,
+    ),
     "feasible_at": StrategyOption(
         description=(
             "candidates predicted to build with at least this probability are the only ones "

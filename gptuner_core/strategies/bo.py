@@ -25,8 +25,9 @@ the pools, so seeds give genuinely different runs.
 **Transfer** (``prior``, from ``--warm-start`` of another study or recording of the same knobs):
 a GP fitted once on the source's results gives the prior mean of the new latency (``a + b ×
 source``, fitted on the new results by ridge regression toward the identity); the GP models the
-residual. Routes that failed in the source (or are absent from an exhaustive one) start unlikely
-to build. With no result of its own yet, its best guesses are the source's best routes.
+residual, whose scale on the exploring turn is at least ``transfer_spread`` of the source's
+spread (the new results cluster where the source is right: :func:`._transfer.residual_scale`). Routes that failed in
+the source (or are absent from an exhaustive one) start unlikely to build. With no result of its own yet, its best guesses are the source's best routes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ from gptuner_core.strategies._features import _numeric
 from gptuner_core.strategies._features import powers_of_two
 from gptuner_core.strategies._gp import fit_subset
 from gptuner_core.strategies._gp import prior_line
+from gptuner_core.strategies._transfer import measured_or_modelled
+from gptuner_core.strategies._transfer import residual_scale
+from gptuner_core.strategies._transfer import source_table
 
 
 if TYPE_CHECKING:
@@ -68,7 +72,7 @@ class BoStrategy(Strategy):
         super().__init__(space, **kw)
         from gptuner_core.errors import StrategyError
 
-        for key in ("max_trials", "n_initial", "pool"):
+        for key in ("max_trials", "n_initial", "pool", "transfer_spread"):
             if self.opts[key] < 0:
                 msg = f"strategy '{self.name}' option '{key}' must be >= 0 (got {self.opts[key]})"
                 raise StrategyError(msg)
@@ -145,13 +149,7 @@ class BoStrategy(Strategy):
 
         from gptuner_core.strategies._gp import Gp
 
-        for route, latency in self.prior.results:  # type: ignore[union-attr]
-            t = self._tuple(route)
-            if t is None:
-                continue
-            value = math.log(latency) if latency else None
-            old = self._source.get(t)
-            self._source[t] = value if old is None else (old if value is None else min(old, value))
+        self._source = source_table(self.prior.results, self._tuple)  # type: ignore[union-attr]
         good = sorted((v, t) for t, v in self._source.items() if v is not None)
         if len(good) < 3:
             return
@@ -165,15 +163,8 @@ class BoStrategy(Strategy):
 
     def _source_value(self, idx: Any) -> Any:
         """Source log-latency at each row: measured where the source has it, else its GP."""
-        import numpy as np
-
         mean, _ = self._source_gp.predict(self._features(idx))
-        out = mean * self._src_std + self._src_mean
-        for r, row in enumerate(idx):
-            v = self._source.get(tuple(int(j) for j in row))
-            if v is not None:
-                out[r] = v
-        return np.asarray(out)
+        return measured_or_modelled(mean * self._src_std + self._src_mean, idx, self._source)
 
     # -- the model ---------------------------------------------------------------------------
     def _fit(self, which: str, x: Any, y: Any, n: int) -> Any:
@@ -245,7 +236,10 @@ class BoStrategy(Strategy):
         base_pool = a + (b * prior_pool if prior_pool is not None else 0.0)
         if len(y):
             resid = y - a - (b * prior_obs if prior_obs is not None else 0.0)
-            scale = max(float(resid.std()), 0.05) if len(y) > 2 else (0.3 if prior_pool is not None else 1.0)
+            spread = self._src_std if prior_pool is not None else None
+            turns = TURNS[self.opts["acquisition"]]  # the floor only on the exploring turn
+            share = self.opts["transfer_spread"] if turns[self._turn() % len(turns)] == 2 else 0.0
+            scale = residual_scale(resid, prior_spread=spread, share=share)
             z = resid / scale
             order = np.argsort(y)[fit_subset(len(y))]
             ox = self._features(np.array(ok)[order])

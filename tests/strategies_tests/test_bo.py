@@ -161,3 +161,13 @@ def test_which_knobs_get_the_power_of_two_feature():
     assert powers_of_two(["0", "1", "2", "3"]) is None  # with 0: a level or a method, not a size
     assert powers_of_two(["1.5", "2", "4"]) is None  # not integers
     assert powers_of_two(["off", "on", "auto"]) is None
+
+
+def test_the_transfer_spread_is_an_option_and_zero_is_the_old_model(rec):
+    """``transfer_spread`` only changes runs with a prior: cold runs are the same route for
+    route whatever its value."""
+    cold = [simulate("bo", rec, 20, seed=1, budget_fraction=0.0, transfer_spread=v)
+            for v in (0.0, 0.5)]
+    assert [s.route for s in cold[0].trace] == [s.route for s in cold[1].trace]
+    with pytest.raises(StrategyError, match="transfer_spread"):
+        get_strategy("bo", rec.expression, db=rec.db, transfer_spread=-1.0)
