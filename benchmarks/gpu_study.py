@@ -118,9 +118,10 @@ def limit_s(recs, rounds, workers: int) -> dict:
                             "screening_measure_s": round(screen, 1), "revalidation_measure_s": round(reval, 1)}}
 
 
-def timeline(study: Path, start: float) -> dict:
-    """Each process's phases, seconds from the study's start: the candidates' (``NNNNN``) and the
-    re-validation rounds' (``rR_NNNNN``), from their ``phase`` files (where a study's time goes)."""
+def timeline(study: Path, start: float, recs) -> dict:
+    """Each process's phases, seconds from the study's start: the candidates' (``NNNNN``, ending
+    with their result's time) and the re-validation rounds' (``rR_NNNNN``), from their ``phase``
+    files (where a study's time goes)."""
     out: dict[str, list] = {}
     for folder in ("candidates", "revalidation"):
         for phase in sorted((study / folder).glob("*/phase")):
@@ -129,6 +130,9 @@ def timeline(study: Path, start: float) -> dict:
                 out[phase.parent.name] = [[name, round(float(t) - start, 2)] for name, t in rows]
             except (OSError, ValueError):
                 continue
+    for r in recs:
+        if r.finished_at:
+            out.setdefault(f"{r.number:05d}", []).append(["end", round(r.finished_at - start, 2)])
     return out
 
 
@@ -170,9 +174,7 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float,
         "refused": [c.get("error") for e in events for c in e.get("contenders", [])
                     if "other code than the screened build" in (c.get("error") or "")],
         **limit_s(recs, rounds, workers),
-        "timeline": {**(line := timeline(study, start)),
-                     **{f"{r.number:05d}": [*line.get(f"{r.number:05d}", []), ["end", round(r.finished_at - start, 2)]]
-                        for r in recs if r.finished_at}},
+        "timeline": timeline(study, start, recs),
     }
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies._transfer import SPREAD_SHARE
 
 
 #: acquisition turns: 0 greedy EI, 1 EI asking ~5 % more, 2 exploring, 3 polish the best
 TURNS = {"ei": (0,), "portfolio": (0, 1, 2, 3), "polish": (0, 3, 1, 3, 2, 3)}
+#: the exploring turn (a lower confidence bound, or ``explore=random``)
+EXPLORE = 2
 
 
 OPTIONS = {
@@ -79,7 +82,7 @@ OPTIONS = {
             "from the source where the study has not looked, as a share of the spread of the "
             "source's log latencies (0: only as far as the study's own results depart from it)"
         ),
-        default=0.5, type=float,
+        default=SPREAD_SHARE, type=float,
     ),
     "feasible_at": StrategyOption(
         description=(

@@ -26,8 +26,9 @@ the pools, so seeds give genuinely different runs.
 a GP fitted once on the source's results gives the prior mean of the new latency (``a + b ×
 source``, fitted on the new results by ridge regression toward the identity); the GP models the
 residual, whose scale on the exploring turn is at least ``transfer_spread`` of the source's
-spread (the new results cluster where the source is right: :func:`._transfer.residual_scale`). Routes that failed in
-the source (or are absent from an exhaustive one) start unlikely to build. With no result of its own yet, its best guesses are the source's best routes.
+spread (the new results cluster where the source is right: :func:`._transfer.residual_scale`).
+Routes that failed in the source (or are absent from an exhaustive one) start unlikely to build.
+With no result of its own yet, its best guesses are the source's best routes.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 from gptuner_core.routes import Route
 from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import Strategy
+from gptuner_core.strategies._bo_options import EXPLORE
 from gptuner_core.strategies._bo_options import OPTIONS
 from gptuner_core.strategies._bo_options import TURNS
 from gptuner_core.strategies._features import _numeric
@@ -237,8 +239,8 @@ class BoStrategy(Strategy):
         if len(y):
             resid = y - a - (b * prior_obs if prior_obs is not None else 0.0)
             spread = self._src_std if prior_pool is not None else None
-            turns = TURNS[self.opts["acquisition"]]  # the floor only on the exploring turn
-            share = self.opts["transfer_spread"] if turns[self._turn() % len(turns)] == 2 else 0.0
+            # the floor only on the exploring turn
+            share = self.opts["transfer_spread"] if self._acquisition() == EXPLORE else 0.0
             scale = residual_scale(resid, prior_spread=spread, share=share)
             z = resid / scale
             order = np.argsort(y)[fit_subset(len(y))]
@@ -261,11 +263,10 @@ class BoStrategy(Strategy):
         px = self._features(pool)
         mean, std, best, prior_pool = self._posterior(pool, px, ok, ys)
         y = np.array(ys)
-        turns = TURNS[self.opts["acquisition"]]
-        turn = turns[self._turn() % len(turns)]
-        if turn == 2 and self.opts["explore"] == "random":  # a random route likely to build
+        turn = self._acquisition()
+        if turn == EXPLORE and self.opts["explore"] == "random":  # a random route likely to build
             acq = self._rng.random(len(pool)) + 1e-9
-        elif turn == 2:  # optimistic bound: the region the model knows least about, if it can win
+        elif turn == EXPLORE:  # optimistic bound: the region the model knows least about, if it can win
             acq = -(mean - 2.0 * std)
             acq = acq - acq.min() + 1e-9
         else:  # expected improvement, greedy then asking for at least ~5 % (log units)
@@ -300,6 +301,11 @@ class BoStrategy(Strategy):
     def _turn(self) -> int:
         """Which acquisition turn this proposal is (a subclass may count only some proposals)."""
         return self._own
+
+    def _acquisition(self) -> int:
+        """This proposal's acquisition (:data:`TURNS`: 0 greedy EI ... 3 polish)."""
+        turns = TURNS[self.opts["acquisition"]]
+        return turns[self._turn() % len(turns)]
 
     def _feasible(self, pool: Any, px: Any, ok: list, bad: list) -> Any:
         """P(the route builds) per pool row (``feasibility_model``), times the source's verdict."""

@@ -25,8 +25,9 @@ Same rules as :func:`gptuner_core.engine.loop.loop.run_loop` (it hands over here
   whenever a result comes in or the candidates in flight change: ``seen`` is the history plus the
   results not committed yet (they finish out of proposal order), ``settled`` once the strategy
   has nothing more to propose and every candidate in flight has been built (it waits for the
-  device or measures), ``waiting`` the ``(number, route)`` of those without a result yet. The re-validation rounds' processes can start loading on the cores the
-  builds leave: the default's first while the others build, the finalists' once all are built
+  device or measures), ``waiting`` the ``(number, route)`` of those without a result yet. The
+  re-validation rounds' processes can start loading on the cores the builds leave: the default's
+  first while the others build, the finalists' once all are built
   (``engine.decide.finish.start_rounds_ahead``).
 """
 
