@@ -39,6 +39,7 @@ the default (``--revalidate-top-k 1 --revalidate-rounds 4``), ``max_time_s=3`` p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -121,7 +122,9 @@ def limit_s(recs, rounds, workers: int) -> dict:
 def timeline(study: Path, start: float, recs) -> dict:
     """Each process's phases, seconds from the study's start: the candidates' (``NNNNN``, ending
     with their result's time) and the re-validation rounds' (``rR_NNNNN``), from their ``phase``
-    files (where a study's time goes)."""
+    files (where a study's time goes), and each candidate's device steps (its log)."""
+    from gptuner_core.engine.process.child import STEPS
+
     out: dict[str, list] = {}
     for folder in ("candidates", "revalidation"):
         for phase in sorted((study / folder).glob("*/phase")):
@@ -133,6 +136,12 @@ def timeline(study: Path, start: float, recs) -> dict:
     for r in recs:
         if r.finished_at:
             out.setdefault(f"{r.number:05d}", []).append(["end", round(r.finished_at - start, 2)])
+    for log in sorted((study / "candidates").glob("*/log")):  # the device turn's steps (child.py)
+        with contextlib.suppress(OSError, ValueError):
+            line = next((x for x in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                         if x.startswith(STEPS)), "")
+            if line and log.parent.name in out:
+                out[log.parent.name].append(["steps", json.loads(line[len(STEPS):])])
     return out
 
 

@@ -1,6 +1,7 @@
 """Per-layer profiles of built candidates and the aligned diff of two of them.
 
-``capture_profile`` (run in the candidate's child after measuring) writes ``profile.json``;
+``capture_profile`` writes ``profile.json`` (the candidate's child: ``record_profile`` after
+measuring, then ``ProfileCapture.finish`` once the device is given back);
 ``load_profile`` reads it back; ``diff_profiles`` aligns two profiles by ONNX origin.
 Backend modules (``profiles.onnxruntime``, ``profiles.torch``, ``profiles.tensorrt``) import
 their runtime lazily.
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gptuner_core.profiles.capture import ProfileCapture
 from gptuner_core.profiles.capture import ProfileOutcome
 from gptuner_core.profiles.capture import capture_profile
 from gptuner_core.profiles.capture import profile_build
-from gptuner_core.profiles.capture import try_capture_profile
+from gptuner_core.profiles.capture import record_profile
 from gptuner_core.profiles.diff import DiffRow
 from gptuner_core.profiles.diff import LayerDiff
 from gptuner_core.profiles.diff import diff_profiles
@@ -47,6 +49,7 @@ __all__ = [
     "LayerDiff",
     "LayerProfile",
     "LayerTime",
+    "ProfileCapture",
     "ProfileOutcome",
     "capture_profile",
     "diff_profiles",
@@ -54,5 +57,5 @@ __all__ = [
     "load_profile",
     "profile_build",
     "profile_path",
-    "try_capture_profile",
+    "record_profile",
 ]

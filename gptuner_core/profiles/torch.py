@@ -27,6 +27,7 @@ modules of the user's model (``features.0``), the layers' ``origins``, and the p
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -219,6 +220,21 @@ def profile(
         feeds: the measured batch; generated: Inductor's generated code (the build artifact).
         runs: profiled calls (one ``record_function`` range each); warmup: calls before.
     """
+    return record(runner, feeds, generated=generated, runs=runs, warmup=warmup)()
+
+
+def record(
+    runner: Any,
+    feeds: dict[str, np.ndarray],
+    *,
+    generated: str | Path | None = None,
+    runs: int = 20,
+    warmup: int = 3,
+) -> Callable[[], LayerProfile]:
+    """The device part of :func:`profile` (the profiled calls, and Dynamo's graph when the build
+    did not keep it); the returned function reads the profiler's events and makes the
+    :class:`LayerProfile` without the device (a candidate's child calls it after giving the
+    device back)."""
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import record_function
@@ -237,24 +253,33 @@ def profile(
         for i in range(max(1, runs)):
             with record_function(f"{_RUN}{i}"):
                 runner.time_calls(1)
-    events = list(prof.events())
     modules, notes = _module_table(compiled, feeds)
     dtype = str(getattr(compiled, "compute_dtype", "")).removeprefix("torch.")
-    return parse_events(
-        events, device=device, precision=_PRECISION.get(dtype, dtype.upper()),
-        sources=kernel_sources(generated) if generated else {},
-        kernels=kernel_names(generated) if generated else [],
-        modules=modules, notes=notes,
-    )
+
+    def make() -> LayerProfile:
+        return parse_events(
+            list(prof.events()), device=device, precision=_PRECISION.get(dtype, dtype.upper()),
+            sources=kernel_sources(generated) if generated else {},
+            kernels=kernel_names(generated) if generated else [],
+            modules=modules, notes=notes,
+        )
+
+    return make
 
 
 def _module_table(compiled: Any, feeds: dict[str, np.ndarray]) -> tuple[ModuleTable | None, tuple[str, ...]]:
-    """Dynamo's graph of the candidate's own module (after profiling: no timed call sees it)."""
+    """Dynamo's graph of the candidate's own module: the one its compile kept
+    (``CompiledModel.graph_nodes``, the graph Inductor was given), else traced again (after
+    profiling: no timed call sees it)."""
     import numpy as np
     import torch
 
+    from gptuner_core.profiles.torch_modules import ModuleTable
     from gptuner_core.profiles.torch_modules import trace_table
 
+    kept = getattr(compiled, "graph_nodes", None)
+    if kept:
+        return ModuleTable(list(kept)), ()
     module = getattr(compiled.fn, "_orig_mod", None)
     if module is None:
         return None, ("kernels are not mapped to modules: the compiled module's source is not at hand",)

@@ -24,12 +24,14 @@ builds the table by tracing the model with Dynamo and a backend that only record
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
+from gptuner_core.records.graph import SourceNode
 
-_SELF = re.compile(r"^L\['self'\]\.?|^L__self___?")
+
+__all__ = ["ModuleTable", "SourceNode", "family", "trace_table"]
+
+
 _CONV = ("conv",)
 _LINEAR = frozenset({"linear", "addmm", "mm", "matmul", "bmm", "baddbmm", "mkl_linear",
                      "linear_pointwise", "__matmul__"})
@@ -46,26 +48,6 @@ def family(op: str) -> str:
     return tail
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceNode:
-    """One call node of Dynamo's graph: its module path (``""`` outside a submodule),
-    module class, target name and data inputs (other call nodes)."""
-
-    name: str
-    target: str
-    module: str = ""
-    module_type: str = ""
-    inputs: tuple[str, ...] = ()
-
-    @property
-    def origin(self) -> str:
-        return self.module or self.name
-
-    @property
-    def op(self) -> str:
-        return self.module_type or self.target
-
-
 class ModuleTable:
     """Dynamo's call nodes of a model, in graph order."""
 
@@ -77,21 +59,9 @@ class ModuleTable:
     @classmethod
     def from_graphs(cls, graphs: list[Any]) -> ModuleTable:
         """From ``torch.fx.GraphModule`` objects (Dynamo's graphs, in compile order)."""
-        nodes = []
-        for gm in graphs:
-            calls = {n.name for n in gm.graph.nodes if n.op.startswith("call_")}
-            for n in gm.graph.nodes:
-                if n.name not in calls:
-                    continue
-                stack = n.meta.get("nn_module_stack") or {}
-                path, kind = (list(stack.values())[-1] if stack else ("", None))
-                target = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
-                nodes.append(SourceNode(
-                    name=n.name, target=str(target), module=_SELF.sub("", str(path)),
-                    module_type=getattr(kind, "__name__", "") if kind is not None else "",
-                    inputs=tuple(a.name for a in n.all_input_nodes if a.name in calls),
-                ))
-        return cls(nodes)
+        from gptuner_core.backends.torch_inductor.graph_nodes import source_nodes
+
+        return cls([n for gm in graphs for n in source_nodes(gm)])
 
     @property
     def ops(self) -> dict[str, str]:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from gptuner_core.backends import BuildResult
-from gptuner_core.profiles import try_capture_profile
+from gptuner_core.profiles import record_profile
 
 
 HEAVY = ("onnxruntime", "torch", "tensorrt", "streamlit", "plotly", "pandas", "optuna", "scipy")
@@ -14,7 +14,8 @@ HEAVY = ("onnxruntime", "torch", "tensorrt", "streamlit", "plotly", "pandas", "o
 
 def test_failure_is_returned_as_a_state(tmp_path):
     """A backend without a profiler gives an outcome with the reason; nothing is raised."""
-    out = try_capture_profile("replay", BuildResult(artifact=tmp_path, effective_route=""), None, {}, tmp_path)
+    capture = record_profile("replay", BuildResult(artifact=tmp_path, effective_route=""), None, {}, tmp_path)
+    out = capture.finish()
     assert out.path is None
     assert out.error == ("ProfileError: no layer profiler for backend 'replay' "
                          "(profiled backends: ['onnxruntime', 'tensorrt', 'torch'])")

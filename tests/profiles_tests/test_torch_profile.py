@@ -96,3 +96,42 @@ def test_profiling_never_runs_while_the_samples_are_taken(tiny):
     assert tuple(first.samples_ms) == recorded and second.stats.n_samples > 0
     assert profiled and not any(profiled), "no timed call ran under the profiler"
     assert LayerProfile.load(path).runs == 7
+
+
+def test_the_build_keeps_dynamos_graph_so_a_profile_traces_nothing_again(tiny):
+    """The graph Inductor was given is kept with the build (``CompiledModel.graph_nodes``): the
+    profile maps kernels to modules from it, with no second Dynamo trace of the model."""
+    from torch._dynamo.utils import counters
+
+    from gptuner_core.profiles.torch_modules import trace_table
+
+    be, build, feeds, folder = tiny
+    with be.load(build) as runner:
+        kept = runner.compiled.graph_nodes
+        module = runner.compiled.fn._orig_mod
+        traced = trace_table(module, (torch.from_numpy(feeds["x"]),))
+        assert [(n.name, n.module, n.module_type) for n in kept] == \
+            [(n.name, n.module, n.module_type) for n in traced.nodes.values()]
+        graphs = counters["stats"]["unique_graphs"]
+        path = capture_profile("torch", build, runner, feeds, folder / "kept", runs=3)
+        assert counters["stats"]["unique_graphs"] == graphs, "the profile traced the model again"
+    prof = LayerProfile.load(path)
+    assert {la.name: la.origins for la in prof.layers}["aten::convolution#0"] == ("conv",)
+
+
+def test_a_recorded_profile_is_made_after_the_device_part(tiny):
+    """``record_profile`` runs the profiled calls and stops the profiler; the profile itself
+    (events read, kernels mapped, file written) comes with ``finish``."""
+    from gptuner_core.profiles import PROFILE_NAME
+    from gptuner_core.profiles import record_profile
+
+    be, build, feeds, folder = tiny
+    with be.load(build) as runner:
+        capture = record_profile("torch", build, runner, feeds, folder / "rec", runs=4)
+        assert not torch._C._autograd._profiler_enabled()
+        assert not (folder / "rec" / PROFILE_NAME).exists()
+    out = capture.finish()
+    assert out.error == "" and out.path == folder / "rec" / PROFILE_NAME
+    assert LayerProfile.load(out.path).runs == 4
+    failed = record_profile("no-such-backend", build, None, feeds, folder / "bad").finish()
+    assert failed.path is None and "no layer profiler for backend 'no-such-backend'" in failed.error

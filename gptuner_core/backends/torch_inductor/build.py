@@ -16,8 +16,8 @@ What :func:`build` does, in order:
    (this first run, and the runner's ``infer``/``prepare``), not only around ``compile_fx``:
    Dynamo itself reads some of them while tracing (``freezing`` turns parameters into guarded
    constants), which is why ``torch.compile(options=...)`` alone would not freeze. The backend
-   reads the configuration back while it is in force and captures each graph's generated wrapper
-   code (``GraphLowering.save_output_code``);
+   reads the configuration back while it is in force, keeps each graph's call nodes
+   (``graph_nodes``) and captures its generated wrapper code (``GraphLowering.save_output_code``);
 4. runs once (the compile happens there) and records the compile time.
 
 The artifact is ``<workdir>/generated/``: one ``graph_NNN.py`` per compiled graph holding the
@@ -25,9 +25,8 @@ wrapper with every kernel's source inline (C++ on the CPU, Triton on the GPU). T
 it for duplicate detection, so it is normalized: the per-candidate cache path is replaced by
 ``<cache>`` (Triton's ``# kernel path:`` comments) and the per-process ``# AOT ID`` counter line is
 dropped. Nothing else in the code depends on the time or the folder. Settings that change
-behaviour without changing code (CUDA graphs, TF32 for cuDNN/cuBLAS library calls) go to
-``info["runtime_config"]``, which the engine mixes into the artifact key. The full Inductor cache
-(compiled ``.so``/cubin files, FX-graph cache) stays beside it in ``inductor_cache/``.
+behaviour without changing code (CUDA graphs, TF32 for library calls) go to ``info["runtime_config"]``,
+mixed into the artifact key. The Inductor cache stays beside it in ``inductor_cache/``.
 
 ``torch.compile`` output cannot be reloaded directly in another process, so :func:`build` keeps
 the compiled module in a module-level cache keyed by the artifact path, which
@@ -54,6 +53,7 @@ from gptuner_core.backends.torch_inductor import knobs as K
 from gptuner_core.backends.torch_inductor.device_use import Switch
 from gptuner_core.backends.torch_inductor.device_use import until_live
 from gptuner_core.backends.torch_inductor.device_use import uses_device
+from gptuner_core.backends.torch_inductor.graph_nodes import source_nodes
 from gptuner_core.backends.torch_inductor.precision import apply_precision_flags
 from gptuner_core.errors import BackendError
 
@@ -96,6 +96,8 @@ class CompiledModel:
     #: what this process runs: the sha256 its artifact folder would have (:func:`codes_identity`
     #: of the generated code compiled or loaded here; ``None``: not captured)
     identity: str | None = None
+    #: the call nodes of the graphs handed to Inductor (``graph_nodes``; a profile's modules)
+    graph_nodes: tuple[Any, ...] = ()
 
 
 def codes_identity(codes: list[str], replacements: dict[str, str]) -> str:
@@ -106,9 +108,7 @@ def codes_identity(codes: list[str], replacements: dict[str, str]) -> str:
 
     h = hashlib.sha256()
     for i, code in enumerate(codes):
-        h.update(f"graph_{i:03d}.py".encode())
-        h.update(b"\0")
-        h.update(normalize_code(code, replacements).encode())
+        h.update(f"graph_{i:03d}.py".encode() + b"\0" + normalize_code(code, replacements).encode())
     return h.hexdigest()
 
 
@@ -211,9 +211,11 @@ def compile_route(
     if compile_threads > 0:
         options["compile_threads"] = compile_threads
     snapshots: list[dict[str, Any]] = []
+    nodes: list[Any] = []
     switch = Switch(live=run)
 
     def backend(gm: Any, example_inputs: Any) -> Any:
+        nodes.extend(source_nodes(gm))  # before Inductor's passes rewrite the graph
         with inductor_config.patch(options):
             snapshots.append(K.read_back(dev.type))
             compiled_graph = compile_fx(gm, example_inputs)
@@ -265,6 +267,7 @@ def compile_route(
         options=options,
         snapshots=snapshots,
         switch=switch,
+        graph_nodes=tuple(nodes),
     )
     if run:
         compiled.compiled_shapes.add(compiled.example_shapes)

@@ -112,7 +112,7 @@ class IsolatedEvaluator:
         cfg = self.ctx.config
         build = build_timeout if build_timeout is not None else cfg.build_timeout_s
         return {"start": build, "build": build, "measure": cfg.measure_timeout_s,
-                "profile": cfg.measure_timeout_s}
+                "profile": cfg.measure_timeout_s, "report": cfg.measure_timeout_s}
 
     def _run(self, target: str, job: ChildJob, workdir: Path, timeouts: dict[str, float],
              on_phase: Callable[[str], None] | None = None) -> ChildResult:

@@ -115,6 +115,29 @@ def _task_metric(job: ChildJob, outputs: dict[str, np.ndarray]) -> dict[str, Any
         return {"task_error": str(exc)}
 
 
+#: the line of a candidate's log that gives the seconds of its device turn's steps
+STEPS = "gptuner device steps "
+
+
+class _Steps:
+    """Seconds of each step of a candidate's device turn, written to its log as one line
+    (:data:`STEPS` and JSON: where the turn's untimed time goes)."""
+
+    def __init__(self) -> None:
+        self.t = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self.t, 3)
+        self.t = now
+
+    def log(self) -> None:
+        import sys
+
+        print(STEPS + json.dumps(self.seconds), file=sys.stderr, flush=True)
+
+
 def _build(job: ChildJob, backend: Any, workdir: Path, phase: Callable[[str], None]) -> tuple[Any, ChildResult]:
     """Build, hash and identify the artifact (DUPLICATE when its key is already known)."""
     from gptuner_core.routes import Route
@@ -189,22 +212,35 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
     from gptuner_core.batching import stack_outputs
     from gptuner_core.batching import take
 
+    steps = _Steps()
     with backend.load(build) as runner:
         inputs = _npz(job.inputs) or {}
         feeds = list(iter_batches(inputs, int(job.batch_size), job.batch_axes))
+        steps("load")
         outs = [runner.infer(feed) for feed in feeds]
-        outputs = stack_outputs(outs, [rows_of(f, job.batch_axes) for f in feeds])
-        np.savez_compressed(workdir / "outputs.npz", **outputs)  # read once by the gate
-        task = _task_metric(job, outputs)
+        steps("outputs")
         measured = _measure(runner, job)
-        profile: dict[str, Any] = {}
+        steps("samples")
+        capture = None
         if job.profile_runs > 0:  # after the samples, in a separate session: they stay as measured
-            from gptuner_core.profiles import try_capture_profile
+            from gptuner_core.profiles import record_profile
 
             phase("profile")
             first = take(inputs, job.batch_axes, slice(0, int(job.batch_size)))
-            out = try_capture_profile(job.backend, build, runner, first, workdir,
-                                      model=job.model, runs=job.profile_runs)
+            capture = record_profile(job.backend, build, runner, first, workdir, model=job.model,
+                                     runs=job.profile_runs)
+            steps("profile")
+        steps.log()
+        if job.turn:  # the rest is CPU work: the next candidate may measure meanwhile
+            from gptuner_core.engine.process.turn import leave_device
+
+            leave_device(job.turn, phase)
+        outputs = stack_outputs(outs, [rows_of(f, job.batch_axes) for f in feeds])
+        np.savez_compressed(workdir / "outputs.npz", **outputs)  # read once by the gate
+        task = _task_metric(job, outputs)
+        profile: dict[str, Any] = {}
+        if capture is not None:
+            out = capture.finish()
             profile = {"path": str(out.path) if out.path else None, "error": out.error,
                        "seconds": out.seconds}
             for graph in (workdir / "profile").glob("*.onnx"):  # the profiler's copy of the

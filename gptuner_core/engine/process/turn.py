@@ -7,6 +7,11 @@ The child then pins itself to the cores the file names (kept free of builds) and
 it built, in the same process: nothing is compiled twice. While building it runs on the build
 cores (``ChildJob.turn["build_cpus"]``), and so do the compile workers it starts.
 
+Once its device work is done (the samples, the profile's device part) the child re-pins itself to
+the build cores and enters the ``report`` phase (:func:`leave_device`): the parent gives the
+device to the next candidate while this one writes its outputs, runs the task metric and makes
+its profile on the CPU.
+
 A re-validation round's process started ahead (``ChildJob.turn["wait"]``) loads at the niceness
 its place in line gives it (``turn["nice"]``: later rounds below earlier ones, all below the
 builds) and is given the normal priority back with its turn where the system allows it.
@@ -26,6 +31,8 @@ from typing import Any
 
 TURN = "turn"
 WAIT = "wait"
+#: the phase after a candidate's last use of the device: what is left is CPU work
+REPORT = "report"
 #: written by a candidate's process once built, before it waits for its turn: its build (a
 #: ``ChildResult``), so that a re-validation process can start loading it ahead of the result
 BUILT = "built.json"
@@ -71,3 +78,11 @@ def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005
         os._exit(0)
     pin(grant.get("cpus"))
     return grant
+
+
+def leave_device(turn: dict[str, Any], phase: Callable[[str], None]) -> None:
+    """Give the device back before the CPU work that ends a candidate: off the measuring cores
+    (to the build cores, below the builds), then the ``report`` phase the parent waits for."""
+    pin(turn.get("build_cpus"))
+    lower_priority(1)
+    phase(REPORT)

@@ -4,8 +4,9 @@ Building needs cores, measuring needs the device alone. With overlap on, a candi
 process takes a build slot (at most ``build_workers`` builds at once), builds on the build cores,
 then asks for the device (``wait`` phase, ``engine.process.turn``); the parent gives the slot
 back, takes the measuring side of the :class:`DeviceGate` (and the cross-process device lock),
-writes the ``turn`` file and the child measures what it built on the measuring cores, then exits
-and the device is free. A route whose build runs work on the device (autotuning, freezing:
+writes the ``turn`` file and the child measures what it built on the measuring cores; the device
+is free once the child reports its ``report`` phase (what is left is CPU work on the build cores:
+outputs, task metric, the profile's parsing) or exits. A route whose build runs work on the device (autotuning, freezing:
 ``Backend.route_uses_device``) holds the device from before its process starts, so its build
 never overlaps a measurement.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.process.isolation import write_json_atomic
+from gptuner_core.engine.process.turn import REPORT
 from gptuner_core.engine.process.turn import TURN
 from gptuner_core.engine.process.turn import WAIT
 from gptuner_core.errors import ConfigError
@@ -109,6 +111,8 @@ class DeviceTurn:
             self._grant()
         elif phase == WAIT:
             self._slot.close()
+        elif phase == REPORT and self.granted:  # its device work is done: the next may measure
+            self._release()
 
     def _grant(self) -> None:
         self._device.enter_context(self.gate.measuring())
@@ -116,8 +120,12 @@ class DeviceTurn:
         self.timeline["measure_start"] = time.time()
         write_json_atomic(self.workdir / TURN, {"cpus": list(self.split.measure)}, durable=False)
 
+    def _release(self) -> None:
+        if "measure_end" not in self.timeline:
+            self.timeline["measure_end"] = time.time()
+        self._device.close()
+
     def close(self) -> None:
         self._slot.close()
         if self.granted:
-            self.timeline["measure_end"] = time.time()
-        self._device.close()
+            self._release()

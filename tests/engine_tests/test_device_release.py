@@ -1,0 +1,65 @@
+"""A candidate gives the device back before its CPU-only finish (outputs, task metric, the
+profile's parsing), so the next candidate measures meanwhile (``engine.process.turn.leave_device``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gptuner_core.cli import main
+from gptuner_core.records import CandidateState
+from gptuner_core.storage import open_store
+
+from .conftest import QUICK
+from .conftest import REPO
+
+
+SLOW_METRIC = '''
+import time
+
+
+def slow(outputs, labels):
+    time.sleep(2.0)  # CPU-side work after the device: the next candidate should not wait for it
+    return 1.0
+'''
+
+
+def _phases(study: Path, number: int) -> dict[str, float]:
+    text = (study / "candidates" / f"{number:05d}" / "phase").read_text()
+    return {name: float(t) for name, t in (line.split() for line in text.splitlines())}
+
+
+@pytest.mark.slow
+def test_the_next_candidate_measures_while_the_last_one_finishes_on_the_cpu(tmp_path, monkeypatch):
+    metric = tmp_path / "slow_metric.py"
+    metric.write_text(SLOW_METRIC)
+    study = tmp_path / "s"
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"),
+        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
+        "--backend-option", "device_free_builds=true",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
+        "--expr", "-ort:threads=[0|1] -fault:sleep_ms=[100|300]", "--search", "full", "--metric", "cos", "--epsilon", "0.01",
+        "--batch-size", "8", "--task-metric", f"{metric}:slow", "--revalidate-top-k", "0",
+        "--study", str(study), "--quiet", "--build-workers", "3",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) == 0
+    with open_store(study, readonly=True) as store:
+        recs = [r for r in store.candidates() if r.state is CandidateState.COMPLETE]
+    assert len(recs) >= 2, [(r.number, r.state, r.error) for r in recs]
+    spans = []
+    for r in recs:
+        marks, tl = _phases(study, r.number), r.extra["timeline"]
+        # the device part came first, then the report, on the CPU: the device was free from then
+        assert marks["measure"] < marks["report"], (r.number, marks)
+        assert tl["measure_end"] < r.finished_at, (r.number, tl)
+        spans.append((tl["measure_start"], tl["measure_end"], r.finished_at, r.number))
+    spans.sort()
+    for (_s0, e0, _f0, a), (s1, _e1, _f1, b) in zip(spans, spans[1:], strict=False):
+        assert e0 <= s1, (a, b, spans)  # measurements still one at a time
+    # some candidate measured while an earlier one was still in its 2 s task metric
+    assert any(s1 < f0 for (_s0, _e0, f0, _a), (s1, _e1, _f1, _b) in zip(spans, spans[1:], strict=False)), spans
