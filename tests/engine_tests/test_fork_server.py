@@ -369,3 +369,38 @@ def _a_build_written_before_the_result_is_enough_to_measure_it_again(study: Path
     res = evaluator.remeasure(early, "revalidation/check_early", 0.25)
     assert res.ok and res.samples_ms, res.error
     assert evaluator.built_record(99, "-fault:tie=x") is None  # nothing written: nothing to start
+
+
+@pytest.mark.slow
+def test_prestart_has_the_server_import_the_model_before_any_fork(tmp_path, fresh_launchers):
+    """A study's prestart (before its own set-up) has the torch fork server import the model
+    module right away, not when the first candidate asks to be forked."""
+    import time
+
+    from gptuner_core.engine.process.start_method import prestart
+
+    marker = tmp_path / "imported"
+    model = tmp_path / "marked_model.py"
+    model.write_text(MODEL.read_text()
+                     + f"\nimport os\nopen({str(marker)!r}, 'a').write(str(os.getpid()) + '\\n')\n")
+    prestart({"backend": "torch", "backend_options": {"device": "cpu"}, "model": f"{model}:factory"},
+             "launcher")
+    deadline = time.monotonic() + 300
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), "the fork server did not import the model"
+    server = launcher.shared("torch")
+    assert marker.read_text().split() == [str(server.pid)]  # imported there, nothing forked yet
+
+
+def test_a_study_starts_the_launcher_before_its_own_set_up(tmp_path, monkeypatch):
+    from gptuner_core.engine.loop import tuner
+    from gptuner_core.engine.process import start_method
+
+    order: list[str] = []
+    monkeypatch.setattr(start_method, "prestart", lambda job, *a: order.append(f"prestart {job['backend']}"))
+    monkeypatch.setattr(tuner.Tuner, "_describe", lambda self: order.append("describe") or (_ for _ in ()).throw(
+        KeyboardInterrupt()))
+    args = _faulty_tune(tmp_path / "s", monkeypatch, "off", "-fault:label=[a|b]", 1)
+    assert main(args) != 0  # interrupted in its set-up
+    assert order == ["prestart gptuner_core.testing.faulty_backend:FaultyBackend", "describe"]

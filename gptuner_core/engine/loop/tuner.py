@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import threading
 from collections.abc import Callable
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +34,7 @@ from gptuner_core.engine.files.workspace import StudyWorkspace
 from gptuner_core.engine.loop.loop import Budget
 from gptuner_core.engine.loop.loop import held
 from gptuner_core.engine.loop.loop import run_loop
+from gptuner_core.engine.loop.signals import sigterm_as_interrupt
 from gptuner_core.engine.loop.sink import StoreSink
 from gptuner_core.engine.loop.sink import measuring_device
 from gptuner_core.errors import ConfigError
@@ -67,24 +65,6 @@ class TuneSummary:
     warnings: tuple[str, ...] = ()
     tuning_s: float = 0.0  # the time budget's clock (waits for the device excluded)
     waited_s: float = 0.0  # time spent waiting for a device another study held
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Inside, SIGTERM raises KeyboardInterrupt, so a terminated tuner stops like Ctrl-C does
-    (status recorded, candidate child killed) instead of dying with the study 'running'."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt("terminated (SIGTERM)")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class Tuner:
@@ -244,6 +224,17 @@ class Tuner:
         device = measuring_device(self.config)
         return None if device is None else DeviceLock(measuring_devices(device), study=str(self.dir))
 
+    def _prestart(self) -> None:
+        """The candidates' launcher (a torch fork server: torch, Inductor, the model module)
+        starts before the study's set-up, which it overlaps (not when only outputs are left)."""
+        from gptuner_core.engine.process.start_method import prestart
+
+        cfg = self.config
+        if not self.outputs_only:
+            with contextlib.suppress(Exception):  # the evaluator starts it again if need be
+                prestart({"backend": cfg.backend, "backend_options": dict(cfg.backend_options),
+                          "model": str(cfg.model)})
+
     def _evaluator(self, inputs: object, *, prestart: bool = True) -> Evaluator:
         from gptuner_core.engine.evaluate.evaluator import make_evaluator
 
@@ -281,6 +272,7 @@ class Tuner:
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> TuneSummary:
         with sigterm_as_interrupt():
+            self._prestart()
             store = self._open()
             try:
                 return self._run(store)

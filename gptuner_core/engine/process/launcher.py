@@ -199,6 +199,13 @@ class Launcher:
             self._active += 1
         return LaunchedChild(self, ours, int(answer["pid"]))
 
+    def warm(self, models: tuple[str, ...]) -> None:
+        """Have a ``torch`` launcher import these model modules now, before any fork asks for
+        them (nothing is forked; a launcher of another kind ignores it)."""
+        if models:
+            with contextlib.suppress(OSError):
+                self._ctrl.send(json.dumps({"warm": list(models)}).encode())
+
     def release(self) -> None:
         with self._lock:
             self._active -= 1

@@ -178,6 +178,16 @@ def _warm(models: list[str], warmed: dict[str, str]) -> None:
             warmed[text] = f"{type(exc).__name__}: {exc}"
 
 
+def _warm_request(data: bytes, kind: str, warmed: dict[str, str]) -> None:
+    if kind != "torch":
+        return
+    with contextlib.suppress(ValueError, AttributeError):
+        models = list(json.loads(data).get("warm") or ())
+        with nvml_elsewhere() as patch_nvml:
+            patch_nvml()
+            _warm(models, warmed)
+
+
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         sock.send(json.dumps(message).encode())
@@ -244,7 +254,9 @@ def serve(config: dict[str, Any]) -> None:
                     data, fds, _, _ = socket.recv_fds(ctrl, MAX_MSG, 1)
                     if not data:
                         return  # the caller closed its end or died
-                    if fds:
+                    if not fds:  # a warm request (``Launcher.warm``): imports, no fork
+                        _warm_request(data, kind, warmed)
+                    else:
                         job = socket.socket(fileno=fds[0])
                         try:
                             req = json.loads(data)

@@ -70,7 +70,8 @@ def start_method_for(job: dict[str, Any], requested: str | None = None) -> str:
 
 def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
     """Start the launcher in the background when ``job``'s kind will use it, so that the
-    study's set-up, not its first candidate, pays for the launcher's imports."""
+    study's set-up, not its first candidate, pays for the launcher's imports (a ``torch``
+    launcher's include the job's model module)."""
     if start_method_for(job, start_method) == "launcher":
         import threading
 
@@ -80,6 +81,6 @@ def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
 
         def start() -> None:
             with contextlib.suppress(launcher.LauncherUnavailable, OSError):
-                launcher.shared(kind)
+                launcher.shared(kind).warm(warm_models(job))
 
         threading.Thread(target=start, name="gptuner-launcher-start", daemon=True).start()
