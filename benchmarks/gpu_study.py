@@ -124,6 +124,7 @@ def timeline(study: Path, start: float, recs) -> dict:
     with their result's time) and the re-validation rounds' (``rR_NNNNN``), from their ``phase``
     files (where a study's time goes), and each candidate's device steps (its log)."""
     from gptuner_core.engine.process.child import STEPS
+    from gptuner_core.engine.process.isolation import LOG
 
     out: dict[str, list] = {}
     for folder in ("candidates", "revalidation"):
@@ -136,7 +137,7 @@ def timeline(study: Path, start: float, recs) -> dict:
     for r in recs:
         if r.finished_at:
             out.setdefault(f"{r.number:05d}", []).append(["end", round(r.finished_at - start, 2)])
-    for log in sorted((study / "candidates").glob("*/log")):  # the device turn's steps (child.py)
+    for log in sorted((study / "candidates").glob(f"*/{LOG}")):  # the device turn's steps (child.py)
         with contextlib.suppress(OSError, ValueError):
             line = next((x for x in log.read_text(encoding="utf-8", errors="replace").splitlines()
                          if x.startswith(STEPS)), "")
