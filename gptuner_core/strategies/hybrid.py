@@ -12,7 +12,9 @@ own (sampled pool, feasibility constraint, acquisition portfolio); the others ar
   ones); the knobs take turns (``local_order=knobs``: a knob with the fewest of the centre's
   neighbours tried goes next) and the GP picks the value by expected improvement over the
   centre, among those about as likely to build as the likeliest; a faster neighbour becomes the
-  centre at once;
+  centre at once; a move judged unlikely to build also competes with one switch (a two-valued
+  knob) flipped where that is likely to build (``repair``: on dedispersion ``tile_size_x=1``
+  builds only with ``tile_stride_x=0``);
 * a centre whose one-off neighbours are all tried, or none of them likely to build
   (``feasible_at``), or ``patience`` turns spent, is a finished local optimum. Every other time (``restart=random``) the next climb starts at a random route
   likely to build, away from every finished centre, and follows its own best route until it
@@ -216,9 +218,11 @@ class HybridStrategy(BoStrategy):
         import numpy as np
 
         switches = np.flatnonzero(np.asarray(self._sizes) == 2)
+        if not len(switches):
+            return one
         p = self._feasible(one, self._features(one), ok, bad)
         weak = one[p < self.opts["feasible_at"]]
-        if not len(weak) or not len(switches):
+        if not len(weak):
             return one
         base = np.array(centre)
         extra = []
