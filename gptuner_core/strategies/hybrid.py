@@ -12,7 +12,9 @@ own (sampled pool, feasibility constraint, acquisition portfolio); the others ar
   ones); the knobs take turns (``local_order=knobs``: a knob with the fewest of the centre's
   neighbours tried goes next) and the GP picks the value by expected improvement over the
   centre, among those about as likely to build as the likeliest; a faster neighbour becomes the
-  centre at once;
+  centre at once; a move judged unlikely to build also competes with one switch (a two-valued
+  knob) flipped where that is likely to build (``repair``: on dedispersion ``tile_size_x=1``
+  builds only with ``tile_stride_x=0``);
 * a centre whose one-off neighbours are all tried, or none of them likely to build
   (``feasible_at``), or ``patience`` turns spent, is a finished local optimum. Every other time (``restart=random``) the next climb starts at a random route
   likely to build, away from every finished centre, and follows its own best route until it
@@ -81,6 +83,11 @@ class HybridStrategy(BoStrategy):
             description="after this many routes without a faster one, every other proposal is "
             "a global (bo) one until one is found (0: never)",
             default=25, type=int,
+        ),
+        "repair": StrategyOption(
+            description="a one-off move judged unlikely to build also competes with one switch "
+            "flipped, where that is likely to build",
+            default=True, type=bool,
         ),
         "restart_distance": StrategyOption(
             description="a new centre differs from every finished one in at least this many "
@@ -193,10 +200,42 @@ class HybridStrategy(BoStrategy):
                 if len(changed) == 1:
                     tried[changed[0]] += 1
         diff = pool != base
+        switch = np.asarray(self._sizes) == 2
+        # a repaired move (a knob and a switch that makes it build) takes the knob's turn
+        repaired = (diff.sum(1) == 2) & ((diff & switch).sum(1) == 1) & ((diff & ~switch).sum(1) == 1)
+        diff[repaired] &= ~switch
         one = diff.sum(1) == 1
         out = np.full(len(pool), -1, dtype=np.int64)
         out[one] = tried[diff[one].argmax(1)]
         return out
+
+    def _with_repairs(self, one: Any, centre: tuple[int, ...], ok: list, bad: list,
+                      taken: set) -> Any:
+        """``one`` (one-off neighbours of ``centre``) and, for each judged unlikely to build,
+        the routes that also flip one switch (a two-valued knob) and are likely to build: on
+        dedispersion ``tile_size_x=1`` builds only with ``tile_stride_x=0``, so from
+        ``tile_size_x=2, tile_stride_x=1`` the faster ``tile_size_x=1`` is no one-off move."""
+        import numpy as np
+
+        switches = np.flatnonzero(np.asarray(self._sizes) == 2)
+        if not len(switches):
+            return one
+        p = self._feasible(one, self._features(one), ok, bad)
+        weak = one[p < self.opts["feasible_at"]]
+        if not len(weak):
+            return one
+        base = np.array(centre)
+        extra = []
+        for d in switches:
+            rows = weak[weak[:, d] == base[d]].copy()
+            rows[:, d] = 1 - rows[:, d]
+            extra.append(rows)
+        extra = np.unique(np.vstack(extra), axis=0)
+        extra = extra[[tuple(int(j) for j in r) not in taken for r in extra]]
+        if not len(extra):
+            return one
+        q = self._feasible(extra, self._features(extra), ok, bad)
+        return np.vstack([one, extra[q >= self.opts["feasible_at"]]])
 
     def _pick_centre(self, ok: list, y: Any, rows: Any) -> int | None:
         """The best route not within ``restart_distance`` of a finished centre (or faster)."""
@@ -228,6 +267,8 @@ class HybridStrategy(BoStrategy):
                     return None
             centre = ok[at]
             one, far = self._neighbours(centre, taken)
+            if self.opts["repair"] and len(one) and bad:
+                one = self._with_repairs(one, centre, ok, bad, taken)
             if len(one) and self._tries.get(centre, 0) < self.opts["patience"]:
                 pool = np.vstack([one, far]) if len(far) and self.opts["reach"] > 1 else one
                 turn = self._knobs_in_turn(pool, centre, taken)

@@ -189,3 +189,41 @@ def test_a_stalled_search_turns_global_more_often(rec):
     assert HybridStrategy._stalled([]) == 0
     assert HybridStrategy._stalled(built[:3]) == 0  # each one faster than the ones before
     assert HybridStrategy._stalled([*built[1:3], built[0], failed]) == 2
+
+
+def stride_space() -> Recording:
+    """``stride=1`` needs ``tile > 1`` (``tile=1, stride=1`` is infeasible, as on dedispersion);
+    with ``tile > 1`` the stride is faster, but the fastest routes have ``tile=1, stride=0``:
+    from a climb's centre with the stride on, that is no one-off move."""
+    knobs = {"-t:tile": ["2", "1", "3", "4", "5"], "-t:stride": ["1", "0"],
+             "-t:x": [str(v) for v in range(8)], "-t:y": [str(v) for v in range(6)]}
+
+    def outcome(_: int, values: tuple[str, ...]) -> float | None:
+        tile, stride, x, y = (int(v) for v in values)
+        if tile == 1 and stride == 1:
+            return None
+        slow = 0.0 if tile == 1 else 0.2 + 0.1 * tile + (0.3 if stride == 0 else 0.0)
+        return 1.0 + slow + 0.02 * abs(x - 3) + 0.02 * abs(y - 2)
+    return synthetic_recording(knobs, outcome)
+
+
+def test_a_move_unlikely_to_build_is_repaired_by_a_switch():
+    """Issue 40: a one-off move judged unlikely to build (``tile=1`` from a centre with
+    ``stride=1``) also competes with one switch flipped (``tile=1, stride=0``), which builds; as
+    the move of the knob whose turn it is. With ``repair=False`` every local move is one-off."""
+    rec = stride_space()
+
+    def moves(**opts: object) -> list[set[str]]:
+        out = []
+        for seed in range(3):
+            run = simulate("hybrid", rec, 60, seed=seed, budget_fraction=0.0, **opts)
+            for step in run.trace:
+                if step.info.get("phase") == "local":
+                    a = dict(Route.parse(step.route).assignments)
+                    c = dict(Route.parse(step.info["centre"]).assignments)
+                    out.append({k for k in a if a[k] != c[k]})
+        return out
+
+    repaired = [m for m in moves() if len(m) > 1]
+    assert repaired and all(m == {"-t:tile", "-t:stride"} for m in repaired)
+    assert all(len(m) == 1 for m in moves(repair=False))
