@@ -14,7 +14,6 @@ from pathlib import Path
 from gptuner_core.profiles.capture import ProfileCapture
 from gptuner_core.profiles.capture import ProfileOutcome
 from gptuner_core.profiles.capture import capture_profile
-from gptuner_core.profiles.capture import profile_build
 from gptuner_core.profiles.capture import record_profile
 from gptuner_core.profiles.diff import DiffRow
 from gptuner_core.profiles.diff import LayerDiff
@@ -55,7 +54,6 @@ __all__ = [
     "diff_profiles",
     "has_profile",
     "load_profile",
-    "profile_build",
     "profile_path",
     "record_profile",
 ]

@@ -76,20 +76,6 @@ def _recorded(
     raise ProfileError(msg)
 
 
-def profile_build(
-    backend_name: str,
-    build: BuildResult,
-    runner: Any,
-    feeds: dict[str, np.ndarray],
-    workdir: str | Path,
-    *,
-    model: str | Path | None = None,
-    runs: int = 30,
-) -> LayerProfile:
-    """The :class:`LayerProfile` of one built candidate (raises :class:`ProfileError`)."""
-    return _recorded(backend_name, build, runner, feeds, workdir, model=model, runs=runs)()
-
-
 def capture_profile(
     backend_name: str,
     build: BuildResult,
@@ -111,7 +97,7 @@ def capture_profile(
         runs: profiled inferences.
     """
     Path(workdir).mkdir(parents=True, exist_ok=True)
-    profile = profile_build(backend_name, build, runner, feeds, workdir, model=model, runs=runs)
+    profile = _recorded(backend_name, build, runner, feeds, workdir, model=model, runs=runs)()
     return profile.save(Path(workdir) / PROFILE_NAME)
 
 
