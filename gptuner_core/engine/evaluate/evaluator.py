@@ -46,21 +46,16 @@ BUILD_ONLY_TARGET = "gptuner_core.engine.process.child:build_only"
 REMEASURE_TARGET = "gptuner_core.engine.process.child:remeasure"
 
 
-def make_evaluator(ctx: StudyContext, *, prestart: bool = False) -> Evaluator:
+def make_evaluator(ctx: StudyContext) -> Evaluator:
     """What answers a study's proposals: its recording for the ``replay`` backend (nothing is
-    built), else real builds in isolated processes (``prestart``: the launcher starts now)."""
+    built), else real builds in isolated processes."""
     if ctx.config.backend == "replay":  # the backend's recording: resolved and read once
         from gptuner_core.backends import load_backend
         from gptuner_core.engine.evaluate.recorded import RecordedEvaluator
 
         backend = load_backend(ctx.config.backend, ctx.config.backend_options)
         return RecordedEvaluator(backend.recording(Path(ctx.config.model)))  # type: ignore[attr-defined]
-    evaluator = IsolatedEvaluator(ctx)
-    if prestart:
-        from gptuner_core.engine.process.isolation import prestart as start_launcher
-
-        start_launcher(evaluator.job("").to_json())  # the launcher starts during set-up
-    return evaluator
+    return IsolatedEvaluator(ctx)
 
 
 def study_evaluator(workspace: StudyWorkspace, config: StudyConfig) -> IsolatedEvaluator:

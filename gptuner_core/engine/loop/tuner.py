@@ -226,20 +226,20 @@ class Tuner:
 
     def _prestart(self) -> None:
         """The candidates' launcher (a torch fork server: torch, Inductor, the model module)
-        starts before the study's set-up, which it overlaps (not when only outputs are left)."""
+        starts before the study's set-up, which it overlaps (not when only outputs are left);
+        a bad ``$GPTUNER_START_METHOD`` is refused here, before anything is written."""
         from gptuner_core.engine.process.start_method import prestart
 
         cfg = self.config
         if not self.outputs_only:
-            with contextlib.suppress(Exception):  # the evaluator starts it again if need be
-                prestart({"backend": cfg.backend, "backend_options": dict(cfg.backend_options),
-                          "model": str(cfg.model)})
+            prestart({"backend": cfg.backend, "backend_options": dict(cfg.backend_options),
+                      "model": str(cfg.model)})
 
-    def _evaluator(self, inputs: object, *, prestart: bool = True) -> Evaluator:
+    def _evaluator(self, inputs: object) -> Evaluator:
         from gptuner_core.engine.evaluate.evaluator import make_evaluator
 
         ctx = StudyContext(config=self.config, workspace=self.ws, inputs=inputs)  # type: ignore[arg-type]
-        return make_evaluator(ctx, prestart=prestart)  # the launcher starts during set-up, not in #0
+        return make_evaluator(ctx)  # its launcher was started by _prestart
 
     def _plan_strategy(self) -> Strategy:
         """The strategy with its warm-start routes: built before a new study is written, so a bad
@@ -299,7 +299,7 @@ class Tuner:
         pending = store.get_meta("pending") or {}
         again = pending.get("phase") == "output" or self.outputs_only
         winner = store.winner() if self.resume and again else None  # only the outputs are left
-        evaluator = self._evaluator(inputs, prestart=winner is None)
+        evaluator = self._evaluator(inputs)
         strategy = self._strategy(store)
         history = store.candidates(with_samples=False)
         if history:
