@@ -101,6 +101,11 @@ def capture_profile(
     return profile.save(Path(workdir) / PROFILE_NAME)
 
 
+def _reason(exc: Exception) -> str:
+    """Why a candidate has no profile (its outcome's ``error``)."""
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileCapture:
     """A profile whose device part ran (:func:`record_profile`): :meth:`finish` makes and
@@ -118,7 +123,7 @@ class ProfileCapture:
         try:
             path = self.make().save(self.workdir / PROFILE_NAME)
         except Exception as exc:  # noqa: BLE001 - a profile is optional; the candidate stands
-            return ProfileOutcome(path=None, error=f"{type(exc).__name__}: {str(exc)[:300]}",
+            return ProfileOutcome(path=None, error=_reason(exc),
                                   seconds=self.seconds + time.perf_counter() - t0)
         return ProfileOutcome(path=path, seconds=self.seconds + time.perf_counter() - t0)
 
@@ -139,7 +144,7 @@ def record_profile(
         folder.mkdir(parents=True, exist_ok=True)
         make = _recorded(backend_name, build, runner, feeds, folder, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a profile is optional; the candidate stands
-        return ProfileCapture(workdir=folder, make=None, error=f"{type(exc).__name__}: {str(exc)[:300]}",
+        return ProfileCapture(workdir=folder, make=None, error=_reason(exc),
                               seconds=time.perf_counter() - t0)
     return ProfileCapture(workdir=folder, make=make, seconds=time.perf_counter() - t0)
 
