@@ -173,13 +173,7 @@ class HybridStrategy(BoStrategy):
         far = np.where(mask, self._rng.integers(0, sizes, size=(120, len(sizes))), base)
         apart = (far != base).sum(1)
         far = far[(apart >= 2) & (apart <= 3)]
-
-        def untaken(rows: Any) -> Any:
-            if not len(rows):
-                return rows
-            rows = np.unique(rows, axis=0)
-            return rows[[tuple(int(j) for j in r) not in taken for r in rows]]
-        return untaken(one), untaken(far)
+        return _untaken(one, taken), _untaken(far, taken)
 
     def _knobs_in_turn(self, pool: Any, centre: tuple[int, ...], taken: set) -> Any:
         """Per pool row, how many neighbours of ``centre`` that change the same knob were tried
@@ -200,7 +194,7 @@ class HybridStrategy(BoStrategy):
                 if len(changed) == 1:
                     tried[changed[0]] += 1
         diff = pool != base
-        switch = np.asarray(self._sizes) == 2
+        switch = self._sizes == 2
         # a repaired move (a knob and a switch that makes it build) takes the knob's turn
         repaired = (diff.sum(1) == 2) & ((diff & switch).sum(1) == 1) & ((diff & ~switch).sum(1) == 1)
         diff[repaired] &= ~switch
@@ -217,7 +211,7 @@ class HybridStrategy(BoStrategy):
         ``tile_size_x=2, tile_stride_x=1`` the faster ``tile_size_x=1`` is no one-off move."""
         import numpy as np
 
-        switches = np.flatnonzero(np.asarray(self._sizes) == 2)
+        switches = np.flatnonzero(self._sizes == 2)
         if not len(switches):
             return one
         p = self._feasible(one, self._features(one), ok, bad)
@@ -230,8 +224,7 @@ class HybridStrategy(BoStrategy):
             rows = weak[weak[:, d] == base[d]].copy()
             rows[:, d] = 1 - rows[:, d]
             extra.append(rows)
-        extra = np.unique(np.vstack(extra), axis=0)
-        extra = extra[[tuple(int(j) for j in r) not in taken for r in extra]]
+        extra = _untaken(np.vstack(extra), taken)
         if not len(extra):
             return one
         q = self._feasible(extra, self._features(extra), ok, bad)
@@ -335,3 +328,13 @@ class HybridStrategy(BoStrategy):
         at = int(np.argmax(score))
         self._p_build_local = float(feasible[at])
         return tuple(int(j) for j in pool[at])
+
+
+def _untaken(rows: Any, taken: set) -> Any:
+    """``rows`` without repeats and without the routes in ``taken``."""
+    import numpy as np
+
+    if not len(rows):
+        return rows
+    rows = np.unique(rows, axis=0)
+    return rows[[tuple(int(j) for j in r) not in taken for r in rows]]
