@@ -38,6 +38,16 @@ def make_tiny_model(path: Path, seed: int = 0) -> Path:
     return path
 
 
+@pytest.fixture
+def fresh_launcher():
+    """A test that breaks or reconfigures the launcher leaves a new one for the next test."""
+    from gptuner_core.engine.process import launcher
+
+    launcher.shutdown()
+    yield
+    launcher.shutdown()
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny.onnx")

@@ -31,15 +31,8 @@ def _module_of(path: Path) -> str:
     return "_gptuner_torch_model_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
 
 
-@pytest.fixture
-def fresh_launchers():
-    launcher.shutdown()
-    yield
-    launcher.shutdown()
-
-
 @pytest.mark.slow
-def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(tmp_path, fresh_launchers):
+def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(tmp_path, fresh_launcher):
     job = {"backend": "torch", "backend_options": {"device": "cuda:0"}, "model": f"{MODEL}:factory",
            "modules": ["torch", "torch._inductor.compile_fx", _module_of(MODEL)]}
     out = run_isolated(REPORT, job, tmp_path / "a", timeouts=TIMEOUTS)
@@ -64,7 +57,7 @@ def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(
 
 
 @pytest.mark.slow
-def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fresh_launchers, caplog,
+def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fresh_launcher, caplog,
                                                                     monkeypatch):
     """A model module that starts a thread when imported: the server refuses to fork from then
     on, the child is spawned and the reason is logged."""
@@ -196,7 +189,7 @@ def test_round_times_sum_each_rounds_processes(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_preload_that_starts_a_thread_is_left_out_of_a_new_server(tmp_path, monkeypatch, fresh_launchers, caplog):
+def test_a_preload_that_starts_a_thread_is_left_out_of_a_new_server(tmp_path, monkeypatch, fresh_launcher, caplog):
     """The preload stops at the module after which the server may not fork; a new server is
     started with the modules before it, and forks."""
     from gptuner_core.engine.process import launcher_main
@@ -230,7 +223,7 @@ int nvmlDeviceGetUUID(void *h, char *buf, int len) { strncpy(buf, "GPU-fake", le
 
 
 @pytest.mark.slow
-def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tmp_path, monkeypatch, fresh_launchers):
+def test_torch_asking_nvml_while_the_server_preloads_does_not_drop_the_module(tmp_path, monkeypatch, fresh_launcher):
     """PyTorch's fork-safe CUDA check asks NVML, whose initialisation leaves a thread: on the H200
     importing Inductor did so and the server dropped Inductor from its preload (each child then
     imported it, about a second). The server has torch's NVML answers from a throwaway
@@ -370,37 +363,3 @@ def _a_build_written_before_the_result_is_enough_to_measure_it_again(study: Path
     assert res.ok and res.samples_ms, res.error
     assert evaluator.built_record(99, "-fault:tie=x") is None  # nothing written: nothing to start
 
-
-@pytest.mark.slow
-def test_prestart_has_the_server_import_the_model_before_any_fork(tmp_path, fresh_launchers):
-    """A study's prestart (before its own set-up) has the torch fork server import the model
-    module right away, not when the first candidate asks to be forked."""
-    import time
-
-    from gptuner_core.engine.process.start_method import prestart
-
-    marker = tmp_path / "imported"
-    model = tmp_path / "marked_model.py"
-    model.write_text(MODEL.read_text()
-                     + f"\nimport os\nopen({str(marker)!r}, 'a').write(str(os.getpid()) + '\\n')\n")
-    prestart({"backend": "torch", "backend_options": {"device": "cpu"}, "model": f"{model}:factory"},
-             "launcher")
-    deadline = time.monotonic() + 300
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert marker.exists(), "the fork server did not import the model"
-    server = launcher.shared("torch")
-    assert marker.read_text().split() == [str(server.pid)]  # imported there, nothing forked yet
-
-
-def test_a_study_starts_the_launcher_before_its_own_set_up(tmp_path, monkeypatch):
-    from gptuner_core.engine.loop import tuner
-    from gptuner_core.engine.process import start_method
-
-    order: list[str] = []
-    monkeypatch.setattr(start_method, "prestart", lambda job, *a: order.append(f"prestart {job['backend']}"))
-    monkeypatch.setattr(tuner.Tuner, "_describe", lambda self: order.append("describe") or (_ for _ in ()).throw(
-        KeyboardInterrupt()))
-    args = _faulty_tune(tmp_path / "s", monkeypatch, "off", "-fault:label=[a|b]", 1)
-    assert main(args) != 0  # interrupted in its set-up
-    assert order == ["prestart gptuner_core.testing.faulty_backend:FaultyBackend", "describe"]

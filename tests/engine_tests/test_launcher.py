@@ -63,14 +63,6 @@ def _wait_for(predicate, timeout: float = 60.0) -> bool:
     return False
 
 
-@pytest.fixture
-def fresh_launcher():
-    """A test that breaks or reconfigures the launcher leaves a new one for the next test."""
-    launcher.shutdown()
-    yield
-    launcher.shutdown()
-
-
 class TestFreshChildren:
     def test_children_are_forked_by_the_launcher_and_share_no_state(self, tmp_path):
         first = _report(tmp_path, "a")
