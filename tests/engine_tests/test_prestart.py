@@ -45,3 +45,18 @@ def test_a_study_starts_the_launcher_before_its_own_set_up(tmp_path, monkeypatch
     args = _faulty_tune(tmp_path / "s", monkeypatch, "off", "-fault:label=[a|b]", 1)
     assert main(args) != 0  # interrupted in its set-up
     assert order == ["prestart gptuner_core.testing.faulty_backend:FaultyBackend", "describe"]
+
+
+def test_a_replay_starts_no_launcher(tmp_path, monkeypatch):
+    """A replayed study builds nothing: no launcher is started for it."""
+    from gptuner_core.engine.process import start_method
+    from gptuner_core.testing import spaces
+
+    started: list[str] = []
+    monkeypatch.setattr(start_method, "prestart", lambda job, *a: started.append(job["backend"]))
+    study = tmp_path / "imported"
+    assert main(["import", str(spaces.write_spaces(tmp_path / "spaces")[1]), "--study", str(study)]) == 0
+    assert main(["tune", str(study), "--study", str(tmp_path / "tuned"), "--backend", "replay",
+                 "--expr", "-kt:a=[1|2|4|8] -kt:b=[16|32|64] -kt:c=[x|y]", "--search", "random",
+                 "--max-candidates", "4", "--revalidate-top-k", "0", "--no-gate", "--quiet"]) == 0
+    assert started == []

@@ -226,12 +226,13 @@ class Tuner:
 
     def _prestart(self) -> None:
         """The candidates' launcher (a torch fork server: torch, Inductor, the model module)
-        starts before the study's set-up, which it overlaps (not when only outputs are left);
-        a bad ``$GPTUNER_START_METHOD`` is refused here, before anything is written."""
+        starts before the study's set-up, which it overlaps (not when only outputs are left, nor
+        for a replay, which builds nothing); a bad ``$GPTUNER_START_METHOD`` is refused here,
+        before anything is written."""
         from gptuner_core.engine.process.start_method import prestart
 
         cfg = self.config
-        if not self.outputs_only:
+        if not self.outputs_only and cfg.backend != "replay":
             prestart({"backend": cfg.backend, "backend_options": dict(cfg.backend_options),
                       "model": str(cfg.model)})
 
