@@ -247,6 +247,14 @@ class Backend(abc.ABC):
         never overlaps such a build with a measurement on that device."""
         return bool(self.build_uses_device)
 
+    def load_uses_device(self, route: Route) -> bool:
+        """Whether loading a build of ``route`` for measurement (:meth:`load_ahead`, in a
+        re-validation round's process that then waits for its turn) runs work on the measuring
+        device, asked in the parent. Such a route's round processes are not started ahead: they
+        load in their turn, so their loading never runs beside another measurement. Default:
+        no (loading ahead launches nothing on the device)."""
+        return False
+
     def planned_identity(self, model: Path, route: Route) -> str | None:
         """A key of the configuration ``route`` will build, computed *before* building (cheap,
         parent side), or ``None`` when the backend cannot tell. Two routes with the same key

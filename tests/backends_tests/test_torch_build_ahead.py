@@ -124,3 +124,19 @@ def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
     assert stats["ahead_live"] is False  # loaded ahead of its turn: the graphs ran nothing
     assert stats["same_identity"] is True  # the code compiled again is the screened build's
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_loading_uses_the_device_only_on_a_gpu_for_routes_that_compute_while_compiling():
+    """A round's process loading ahead is pinned to the build cores and runs nothing: on the CPU
+    that never touches the measured cores; on a GPU a freezing route folds its weights there
+    while it compiles, even from the warm cache (``Backend.load_uses_device``)."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.routes import Route
+
+    freezing = Route.parse("-inductor:freezing=on")
+    assert not load_backend("torch", {"device": "cpu"}).load_uses_device(freezing)
+    gpu = load_backend("torch", {"device": "cpu"})
+    gpu.device = lambda: "cuda:0"  # no GPU here: the answer is the backend's own, for cuda:0
+    assert gpu.load_uses_device(freezing)
+    assert not gpu.load_uses_device(Route.parse("-torch:mode=reduce-overhead"))
+    assert not load_backend("onnxruntime", {}).load_uses_device(Route.parse("-quant:mode=off"))

@@ -6,6 +6,8 @@ after its cancelled process has left its folder."""
 
 from __future__ import annotations
 
+import pytest
+
 from gptuner_core.engine.evaluate import round_prefetch
 from gptuner_core.engine.evaluate.round_prefetch import RoundCall
 from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
@@ -169,3 +171,44 @@ def test_a_process_started_ahead_loads_below_the_builds_and_measures_at_normal_p
     low, after = out.stdout.split(" ", 1)
     assert int(low) == 6
     assert after.strip() in (("[0]",) if os.geteuid() == 0 else ("[0]", "[6]")), out.stdout
+
+
+@pytest.mark.slow
+def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, monkeypatch):
+    """Found on the H100 (2026-12-06, issue 38's effect studies): a round's process loading ahead
+    runs outside the device turn, and a torch route with ``freezing`` runs kernels on the GPU
+    while it compiles (the weights are folded there), so the route screened 0.81-0.89x of the
+    default with its round processes loading beside it, and 1.075x alone. A route whose loading
+    uses the device (``Backend.load_uses_device``) is not started ahead: its round processes
+    load in their turn; the other routes' still load ahead and wait."""
+    import json
+
+    from gptuner_core.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from gptuner_core.cli import main
+    from gptuner_core.storage import open_store
+
+    from .conftest import QUICK
+    from .conftest import REPO
+
+    monkeypatch.setattr(OnnxRuntimeBackend, "load_uses_device",
+                        lambda self, route: "enable_mem_pattern=off" in str(route), raising=False)
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    study = tmp_path / "rv"
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
+        "--expr", "-ort:enable_mem_pattern=[on|off]", "--search", "full", "--metric", "cos",
+        "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
+        "--revalidate-rounds", "2", "--min-effect", "0.5", "--study", str(study), "--quiet",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) in (0, 3)
+    with open_store(study, readonly=True) as store:
+        routes = {c.number: c.requested_route for c in store.candidates()}
+    waited = {}
+    for folder in sorted((study / "revalidation").iterdir()):
+        number = int(folder.name.rsplit("_", 1)[-1])
+        phases = [line.split()[0] for line in (folder / "phase").read_text().splitlines()]
+        waited[folder.name] = ("wait" in phases, "enable_mem_pattern=off" in routes[number])
+    assert {on_device for _, on_device in waited.values()} == {True, False}, waited
+    assert all(ahead != on_device for ahead, on_device in waited.values()), waited

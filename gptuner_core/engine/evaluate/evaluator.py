@@ -82,6 +82,7 @@ class IsolatedEvaluator:
         self.artifact_roots = artifact_roots
         self._turn: dict[str, Any] | None = None  # the measuring cores' turn, once known
         self._prefetch: RoundPrefetch | None = None  # re-validation rounds started together
+        self._loads_on_device: Callable[[str], bool] | None = None  # per route, asked once
 
     # -- jobs ------------------------------------------------------------------------------
     def job(self, route: str, **changes: Any) -> ChildJob:
@@ -325,7 +326,19 @@ class IsolatedEvaluator:
 
     def prefetch_rounds(self, calls: list[RoundCall]) -> None:
         """Start these re-measurements now; each waits for its turn after loading
-        (``engine.evaluate.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn."""
+        (``engine.evaluate.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn.
+        A route whose loading runs work on the device (``Backend.load_uses_device``) is left
+        out: its processes load in their turn, never beside another measurement."""
+        if self._loads_on_device is None:
+            from functools import cache
+
+            from gptuner_core.engine.scale.build_ahead import RouteDeviceUse
+            from gptuner_core.routes import Route
+
+            cfg = self.ctx.config
+            uses = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), loading=True)
+            self._loads_on_device = cache(lambda route: uses(Route.parse(route)))
+        calls = [c for c in calls if not self._loads_on_device(c.record.requested_route)]
         if self._prefetch is None:
             from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
             from gptuner_core.engine.scale.overlap import core_split

@@ -12,6 +12,8 @@ measurement on the device at a time, on the measuring cores. Every build has end
 the loading of later rounds runs on cores nothing else needs while earlier rounds measure: a round
 costs about its measurements, not a compile per process (the processes stay fresh per round). A
 prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.
+A route whose loading runs work on the device (``Backend.load_uses_device``: torch's freezing and
+autotuning routes on a GPU) is never started ahead: its processes load in their turn.
 
 The line can start before re-validation does (issue 38: round 0 waited for its processes' compile
 otherwise): ``engine.decide.finish.start_rounds_ahead`` hints the first rounds of the default route

@@ -53,12 +53,14 @@ def build_uses_device(backend: str, options: dict | None = None) -> bool:
 
 class RouteDeviceUse:
     """Per route, whether its build touches the measuring device (``Backend.route_uses_device``,
-    asked in the coordinator before the build starts). Any failure to answer counts as touching
-    it: the safe answer never overlaps a measurement."""
+    asked in the coordinator before the build starts); ``loading``: whether loading its build
+    does (``Backend.load_uses_device``, asked before its round processes start ahead). Any
+    failure to answer counts as touching it: the safe answer never overlaps a measurement."""
 
-    def __init__(self, backend: str, options: dict | None = None) -> None:
+    def __init__(self, backend: str, options: dict | None = None, *, loading: bool = False) -> None:
         from gptuner_core.backends import load_backend
 
+        self._question = "load_uses_device" if loading else "route_uses_device"
         try:
             self._backend = load_backend(backend, options or {})
         except Exception:  # noqa: BLE001 - unloadable: every build counts as using the device
@@ -68,7 +70,7 @@ class RouteDeviceUse:
         if self._backend is None:
             return True
         try:
-            return bool(self._backend.route_uses_device(route))
+            return bool(getattr(self._backend, self._question)(route))
         except Exception:  # noqa: BLE001 - the safe answer
             return True
 
