@@ -325,7 +325,11 @@ def run_study(study: Study, aims: list[str], control: dict[str, Any], budget: in
         if aim in FORK_AIMS:  # rides along the next launch without one
             forks.append(aim)
             continue
-        outcome = attempt(study, aim, forks.pop(0) if forks else None, **kw)
+        fork = forks.pop(0) if forks else None
+        before = len(study.kills)
+        outcome = attempt(study, aim, fork, **kw)
+        if fork and not any(k["aim"] == fork for k in study.kills[before:]):
+            forks.insert(0, fork)  # its instant came after this launch ended: the next one's
         if outcome != "killed":
             break
     info = read_study(study.dir)
