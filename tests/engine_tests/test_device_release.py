@@ -4,6 +4,7 @@ profile's parsing), so the next candidate measures meanwhile (``engine.process.t
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,43 @@ def test_the_next_candidate_measures_while_the_last_one_finishes_on_the_cpu(tmp_
         assert e0 <= s1, (a, b, spans)  # measurements still one at a time
     # some candidate measured while an earlier one was still in its 2 s task metric
     assert any(s1 < f0 for (_s0, _e0, f0, _a), (s1, _e1, _f1, _b) in zip(spans, spans[1:], strict=False)), spans
+
+
+@pytest.mark.slow
+def test_a_candidate_waiting_for_the_device_counts_as_built_before_its_turn(tmp_path, monkeypatch):
+    """Found in the H100 timelines (2026-12-06): the finalists' round processes started only when
+    the last candidate got the device (ResNet-50: built at 20 s, round processes at 37 s),
+    because the parent's poll thread reported a candidate's ``wait`` phase only after its grant
+    (it blocked in the gate first). The coordinator must know every candidate is built (``settled``)
+    while the last ones still wait for their turn."""
+    from gptuner_core.engine.loop import tuner
+
+    hints: list[tuple[float, bool]] = []
+    real = tuner.start_rounds_ahead
+
+    def recorded(cfg, evaluator, history, *, settled=True, waiting=()):
+        hints.append((time.time(), settled))
+        return real(cfg, evaluator, history, settled=settled, waiting=waiting)
+
+    monkeypatch.setattr(tuner, "start_rounds_ahead", recorded)
+    study = tmp_path / "s"
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    slow = {**QUICK, "warmup_s": 1.0}  # each candidate holds the device for a second or more
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"),
+        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
+        "--backend-option", "device_free_builds=true",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
+        "--expr", "-ort:threads=[0|1] -fault:sleep_ms=[100|300]", "--search", "full",
+        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
+        "--revalidate-rounds", "2", "--min-effect", "0.5",
+        "--study", str(study), "--quiet", "--build-workers", "5",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in slow.items()]
+    assert main(args) in (0, 3)
+    with open_store(study, readonly=True) as store:
+        grants = [r.extra["timeline"]["measure_start"] for r in store.candidates()
+                  if "measure_start" in r.extra.get("timeline", {})]
+    settled = [t for t, s in hints if s]
+    assert len(grants) >= 4 and settled, (grants, hints)
+    assert min(settled) < max(grants), (sorted(grants), hints)

@@ -245,8 +245,8 @@ class IsolatedEvaluator:
         job = job.replace(turn={"build_cpus": list(split.build)})
 
         def phase(name: str) -> None:
-            turn.on_phase(name)
-            on_phase(name)
+            on_phase(name)  # first: the grant below waits for the device, and a candidate
+            turn.on_phase(name)  # waiting for it is built (the rounds ahead start on that)
 
         try:
             turn.start()
