@@ -212,3 +212,38 @@ def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, mo
         waited[folder.name] = ("wait" in phases, "enable_mem_pattern=off" in routes[number])
     assert {on_device for _, on_device in waited.values()} == {True, False}, waited
     assert all(ahead != on_device for ahead, on_device in waited.values()), waited
+
+
+def test_a_process_loading_ahead_exits_when_cancelled_not_once_loaded(tmp_path):
+    """H100 timelines (2026-12-06): round processes cancelled while they loaded (candidates that
+    did not become finalists) loaded on for 23 s beside the finalists' processes. The child's
+    watcher (``turn.exit_when_cancelled``) ends it at the cancel; a grant stops the watcher."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from gptuner_core.engine.process.turn import TURN
+
+    code = ("import sys, time\nfrom pathlib import Path\n"
+            "from gptuner_core.engine.process import turn\n"
+            "turn.exit_when_cancelled(Path(sys.argv[1]), poll_s=0.01)\n"
+            "print('loading', flush=True)\n"
+            "time.sleep(float(sys.argv[2]))  # a long compile\n"
+            "print('loaded', flush=True)\n")
+    cancelled, granted = tmp_path / "c", tmp_path / "g"
+    for folder in (cancelled, granted):
+        folder.mkdir()
+    procs = {folder: subprocess.Popen([sys.executable, "-c", code, str(folder), seconds],
+                                      stdout=subprocess.PIPE, text=True)
+             for folder, seconds in ((cancelled, "60"), (granted, "1.5"))}
+    for proc in procs.values():
+        assert proc.stdout.readline().strip() == "loading"
+    t0 = time.monotonic()
+    (cancelled / TURN).write_text(json.dumps({"cancel": True}))
+    (granted / TURN).write_text(json.dumps({"cpus": [0]}))
+    assert procs[cancelled].wait(timeout=30) == 0
+    assert time.monotonic() - t0 < 30
+    assert procs[cancelled].stdout.read() == ""  # it never finished loading
+    assert procs[granted].wait(timeout=30) == 0
+    assert procs[granted].stdout.read().strip() == "loaded"  # a grant leaves it alone

@@ -269,6 +269,10 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     else:
         build = ensure_built(job, backend)
     ahead = bool(job.turn.get("wait"))  # a round's process started ahead of its turn
+    if ahead:
+        from gptuner_core.engine.process.turn import exit_when_cancelled
+
+        exit_when_cancelled(workdir)
     # torch: the route compiled again from the warm Inductor cache (ahead: without running it)
     loaded = backend.load_ahead(build) if ahead else backend.load(build)
     identity = loaded.identity or file_sha256(build.artifact)  # what runs: checked by the round

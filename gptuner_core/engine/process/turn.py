@@ -80,6 +80,30 @@ def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005
     return grant
 
 
+def exit_when_cancelled(workdir: Path, poll_s: float = 0.05) -> None:
+    """While this process loads ahead of its turn, exit as soon as the parent cancels it (a
+    finalist dropped, or a waiting candidate that did not become one), not once loaded: its
+    compile would hold a build core the finalists' processes load on (on the H100 cancelled
+    processes loaded on for 23 s beside them). A watcher thread; it stops at the grant."""
+    import threading
+
+    path = workdir / TURN
+
+    def watch() -> None:
+        while True:
+            if path.exists():
+                try:
+                    grant = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    grant = {}
+                if grant.get("cancel"):
+                    os._exit(0)
+                return
+            time.sleep(poll_s)
+
+    threading.Thread(target=watch, name="gptuner-cancel-watch", daemon=True).start()
+
+
 def leave_device(turn: dict[str, Any], phase: Callable[[str], None]) -> None:
     """Give the device back before the CPU work that ends a candidate: off the measuring cores
     (to the build cores, below the builds), then the ``report`` phase the parent waits for."""
