@@ -5,7 +5,10 @@
 #                                      12-round budget (item 4; freezing screened 1.09x on the H100)
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
 # Output (tables, JSON lines) goes to $OUT (default /tmp/h200_out). Each stage stops starting new
-# studies after BUDGET seconds (default 480).
+# studies after BUDGET seconds (default 480). aa and effect run REPEATS studies (10) numbered from
+# FIRST (0): a second call with FIRST=6 REPEATS=4 continues a first one that ran 6 (the effect's
+# freezing route loads in its turn in every round since 9d9e722, about 6 s more per round on
+# ResNet-50, so 10 effect studies take two calls).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
@@ -21,11 +24,11 @@ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv > 
 case "$1" in
   aa)
     $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/aa" --model "$MODEL" --dataset "$DATA" \
-      --batch-size 32 --copies 2 --rounds 4 --repeats 10 --background-builds 3 \
-      --time-budget "$BUDGET" --json "$OUT/aa.jsonl" 2>&1 | tee "$OUT/aa.txt" ;;
+      --batch-size 32 --copies 2 --rounds 4 --repeats "${REPEATS:-10}" --first-study "${FIRST:-0}" \
+      --background-builds 3 --time-budget "$BUDGET" --json "$OUT/aa.jsonl" 2>&1 | tee "$OUT/aa.txt" ;;
   effect)
     $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/effect" --model "$MODEL" --dataset "$DATA" \
-      --batch-size 32 --rounds 12 --repeats 10 --background-builds 3 \
+      --batch-size 32 --rounds 12 --repeats "${REPEATS:-10}" --first-study "${FIRST:-0}" --background-builds 3 \
       --effect-expr "${EFFECT_EXPR:--torch:precision=fp32 -inductor:freezing=[on]}" \
       --time-budget "$BUDGET" --json "$OUT/effect.jsonl" 2>&1 | tee "$OUT/effect.txt" ;;
   studies)
