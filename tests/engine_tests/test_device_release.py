@@ -69,7 +69,7 @@ def test_the_next_candidate_measures_while_the_last_one_finishes_on_the_cpu(tmp_
 @pytest.mark.slow
 def test_a_candidate_waiting_for_the_device_counts_as_built_before_its_turn(tmp_path, monkeypatch):
     """Found in the H100 timelines (2026-12-06): the finalists' round processes started only when
-    the last candidate got the device (ResNet-50: built at 20 s, round processes at 37 s),
+    the last candidate got the device (ConvNeXt-Tiny: built at 24 s, round processes at 37 s),
     because the parent's poll thread reported a candidate's ``wait`` phase only after its grant
     (it blocked in the gate first). The coordinator must know every candidate is built (``settled``)
     while the last ones still wait for their turn."""
