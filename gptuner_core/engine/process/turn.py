@@ -73,10 +73,17 @@ def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005
     path = workdir / TURN
     while not path.exists():
         time.sleep(poll_s)
-    grant = json.loads(path.read_text(encoding="utf-8"))
-    if grant.get("cancel"):  # started ahead and not needed after all
-        os._exit(0)
+    grant = _obey(path)
     pin(grant.get("cpus"))
+    return grant
+
+
+def _obey(path: Path) -> dict[str, Any]:
+    """The parent's grant in the ``turn`` file ``path``; a cancel (started ahead and not needed
+    after all) ends this process here."""
+    grant = json.loads(path.read_text(encoding="utf-8"))
+    if grant.get("cancel"):
+        os._exit(0)
     return grant
 
 
@@ -90,16 +97,9 @@ def exit_when_cancelled(workdir: Path, poll_s: float = 0.05) -> None:
     path = workdir / TURN
 
     def watch() -> None:
-        while True:
-            if path.exists():
-                try:
-                    grant = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    grant = {}
-                if grant.get("cancel"):
-                    os._exit(0)
-                return
+        while not path.exists():
             time.sleep(poll_s)
+        _obey(path)  # a grant (written atomically): nothing more to watch
 
     threading.Thread(target=watch, name="gptuner-cancel-watch", daemon=True).start()
 

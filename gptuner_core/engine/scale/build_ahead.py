@@ -60,17 +60,18 @@ class RouteDeviceUse:
     def __init__(self, backend: str, options: dict | None = None, *, loading: bool = False) -> None:
         from gptuner_core.backends import load_backend
 
-        self._question = "load_uses_device" if loading else "route_uses_device"
         try:
-            self._backend = load_backend(backend, options or {})
+            loaded = load_backend(backend, options or {})
         except Exception:  # noqa: BLE001 - unloadable: every build counts as using the device
-            self._backend = None
+            self._ask = None
+        else:
+            self._ask = loaded.load_uses_device if loading else loaded.route_uses_device
 
     def __call__(self, route: object) -> bool:
-        if self._backend is None:
+        if self._ask is None:
             return True
         try:
-            return bool(getattr(self._backend, self._question)(route))
+            return bool(self._ask(route))
         except Exception:  # noqa: BLE001 - the safe answer
             return True
 
