@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 
 KEEP_MODES = ("best", "top-k", "all")
 DEFAULT_KEEP = "top-k"
-#: the small records of a candidate folder, never pruned (``built.json``: its build, written
-#: before its result: ``engine.process.turn.BUILT``)
+#: the small records of a candidate folder, never pruned (``engine.process.turn``: ``built.json``,
+#: its build, written before its result; ``turn``, what the parent told it: its grant, or to exit,
+#: which is all a round process started ahead and cancelled leaves instead of a result)
 RECORD_FILES = frozenset({"job.json", "result.json", "log.txt", "phase", "profile.json", ".rebuild.lock",
-                          "built.json"})
+                          "built.json", "turn"})
 PRUNED = "pruned"
 REBUILDING = "rebuilding"
 
