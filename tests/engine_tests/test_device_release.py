@@ -3,7 +3,6 @@ profile's parsing), so the next candidate measures meanwhile (``engine.process.t
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
 
 from .conftest import QUICK
-from .conftest import REPO
+from .test_fork_server import _faulty_tune
 
 
 SLOW_METRIC = '''
@@ -25,6 +24,9 @@ def slow(outputs, labels):
     time.sleep(2.0)  # CPU-side work after the device: the next candidate should not wait for it
     return 1.0
 '''
+
+#: two thread counts, two build times: four candidates beside the default
+EXPR = "-ort:threads=[0|1] -fault:sleep_ms=[100|300]"
 
 
 def _phases(study: Path, number: int) -> dict[str, float]:
@@ -37,17 +39,8 @@ def test_the_next_candidate_measures_while_the_last_one_finishes_on_the_cpu(tmp_
     metric = tmp_path / "slow_metric.py"
     metric.write_text(SLOW_METRIC)
     study = tmp_path / "s"
-    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
-    args = [
-        "tune", str(REPO / "assets/cnn_digits.onnx"),
-        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
-        "--backend-option", "device_free_builds=true",
-        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
-        "--expr", "-ort:threads=[0|1] -fault:sleep_ms=[100|300]", "--search", "full", "--metric", "cos", "--epsilon", "0.01",
-        "--batch-size", "8", "--task-metric", f"{metric}:slow", "--revalidate-top-k", "0",
-        "--study", str(study), "--quiet", "--build-workers", "3",
-    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    args = _faulty_tune(study, monkeypatch, "on", EXPR, 3,
+                        "--task-metric", f"{metric}:slow", "--revalidate-top-k", "0")
     assert main(args) == 0
     with open_store(study, readonly=True) as store:
         recs = [r for r in store.candidates() if r.state is CandidateState.COMPLETE]
@@ -84,19 +77,9 @@ def test_a_candidate_waiting_for_the_device_counts_as_built_before_its_turn(tmp_
 
     monkeypatch.setattr(tuner, "start_rounds_ahead", recorded)
     study = tmp_path / "s"
-    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
     slow = {**QUICK, "warmup_s": 1.0}  # each candidate holds the device for a second or more
-    args = [
-        "tune", str(REPO / "assets/cnn_digits.onnx"),
-        "--backend", "gptuner_core.testing.faulty_backend:FaultyBackend",
-        "--backend-option", "device_free_builds=true",
-        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
-        "--expr", "-ort:threads=[0|1] -fault:sleep_ms=[100|300]", "--search", "full",
-        "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
-        "--revalidate-rounds", "2", "--min-effect", "0.5",
-        "--study", str(study), "--quiet", "--build-workers", "5",
-    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in slow.items()]
+    args = _faulty_tune(study, monkeypatch, "on", EXPR, 5, "--revalidate-top-k", "1",
+                        "--revalidate-rounds", "2", "--min-effect", "0.5", measure=slow)
     assert main(args) in (0, 3)
     with open_store(study, readonly=True) as store:
         grants = [r.extra["timeline"]["measure_start"] for r in store.candidates()

@@ -76,9 +76,10 @@ def test_a_model_that_makes_the_server_unsafe_gets_spawned_children(tmp_path, fr
     assert "the launcher has 2 threads" in caplog.text
 
 
-def _faulty_tune(study: Path, monkeypatch, overlap: str, expr: str, workers: int, *extra: str) -> list[str]:
+def _faulty_tune(study: Path, monkeypatch, overlap: str, expr: str, workers: int, *extra: str,
+                 measure: dict | None = None) -> list[str]:
     """``gptuner tune`` arguments of a faulty-backend study of the digits CNN (its own lock
-    folder beside the study, overlap set as given)."""
+    folder beside the study, overlap set as given; ``measure``: the sampling, QUICK unless said)."""
     monkeypatch.setenv("GPTUNER_LOCK_DIR", str(study.parent / "locks"))
     monkeypatch.setenv("GPTUNER_OVERLAP", overlap)
     return [
@@ -88,7 +89,7 @@ def _faulty_tune(study: Path, monkeypatch, overlap: str, expr: str, workers: int
         "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
         "--expr", expr, "--search", "full", "--metric", "cos", "--epsilon", "0.01", "--batch-size", "8",
         *extra, "--study", str(study), "--quiet", "--build-workers", str(workers),
-    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in (measure or QUICK).items()]
 
 
 def _tune(study: Path, monkeypatch, overlap: str, workers: int) -> list:
