@@ -174,8 +174,9 @@ def armed(aim: str, study: Path, since: float, state: dict[str, Any]) -> bool:
 def fork_kill(study: Path, tuner: int, fork: dict[str, Any], rng: random.Random, since: float,
               resume: bool) -> dict[str, Any] | None:
     """Kill the fork-server process ``fork["aim"]`` names (the tuner lives on), once: armed when
-    one first exists, fired at the first one present a random instant later. Returns the kill,
-    or ``None``."""
+    one first exists, fired at the first one present a random instant later (at once on the
+    study's final launch, which may end before the instant: the aim would never be hit).
+    Returns the kill, or ``None``."""
     now = time.monotonic()
     if fork["aim"] == "default_child" and ((study / "candidates" / "00001").exists()
                                            or (study / "candidates" / "00000" / "result.json").exists()):
@@ -184,8 +185,8 @@ def fork_kill(study: Path, tuner: int, fork: dict[str, Any], rng: random.Random,
     pid = fork_server_target(tuner, fork["aim"], study)
     if pid is None:  # (short-lived children: the next one present after the instant is killed)
         return None
-    if fork.get("at") is None:
-        fork["at"] = now + rng.uniform(*FORK_AIMS[fork["aim"]])
+    if fork.get("at") is None:  # the final launch (no aim of its own) may be short: at once
+        fork["at"] = now + (0.0 if fork.get("last") else rng.uniform(*FORK_AIMS[fork["aim"]]))
         return None
     if now < fork["at"]:
         return None
@@ -197,10 +198,16 @@ def fork_kill(study: Path, tuner: int, fork: dict[str, Any], rng: random.Random,
     return None
 
 
+def results(study: Path) -> int:
+    """How many candidates of ``study`` have a result."""
+    return sum(1 for _ in (study / "candidates").glob("*/result.json"))
+
+
 def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, expr: str,
-           token: str, logs: Path, timeout: float = 600.0, fork: str | None = None) -> dict[str, Any]:
-    """Run one ``tune``; kill it when ``aim`` fires, and on the way the fork-server process
-    ``fork`` names (:func:`fork_kill`). Returns what happened (``fork_kills``: those kills)."""
+           token: str, logs: Path, timeout: float = 600.0, forks: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run one ``tune``; kill it when ``aim`` fires, and on the way the fork-server processes
+    ``forks`` name, one after the other (:func:`fork_kill`). Returns what happened
+    (``fork_kills``: those kills)."""
     log = logs / f"{study.name}_{len(list(logs.glob(study.name + '_*'))):02d}.log"
     since = time.time()
     t0 = time.monotonic()
@@ -208,14 +215,19 @@ def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, e
         proc = subprocess.Popen(tune_argv(study.dir, resume=resume, expr=expr), stdout=fh, stderr=fh,
                                 env=environment(token), start_new_session=True)
     fire_at, state, forked = None, {}, []
-    watch = {"aim": fork} if fork else {"done": True}
-    if aim in ("early", "random") and not fork:  # else armed (at once) after the fork-server kill
+    pending = list(forks)
+    watch = {"aim": pending.pop(0), "last": aim is None} if pending else {"done": True}
+    if aim in ("early", "random") and not forks:  # else armed (at once) after the fork-server kills
         fire_at = t0 + rng.uniform(*AIMS[aim][2])
-    while proc.poll() is None:  # the tuner's kill waits for the fork-server kill (done or given up)
-        if not watch.get("done"):
+    while proc.poll() is None:  # the tuner's kill waits for the fork-server kills (done or given up)
+        if not watch.get("done") and results(study.dir) > watch.get("after", -1):
             kill = fork_kill(study.dir, proc.pid, watch, rng, since, resume)
             if kill is not None:
                 forked.append({**kill, "after_s": round(time.monotonic() - t0, 3), "log": str(log)})
+            if watch.get("done") and pending:  # the next one in this launch (a study that ends
+                # early leaves none unhit), once a candidate more finished: three kills in a row
+                # would crash one candidate's three attempts (the tuner's limit), not test them
+                watch = {"aim": pending.pop(0), "last": aim is None, "after": results(study.dir)}
         now = time.monotonic()
         if now - t0 > timeout:
             aim, fire_at = "timeout", now
@@ -246,8 +258,10 @@ def plan_aims(rng: random.Random) -> list[str]:
     rng.shuffle(middle)
     start = rng.choices(["creation", "config", "early"], [4, 3, 3])[0]
     end = rng.sample(["output", "bundle", "bundle"], k=rng.choice([1, 2]))
-    # fork-server kills ride along the launches after the start (one each, in this order): the
-    # default's process (likely in flight then), then the launcher's and any candidate's
+    # fork-server kills ride along the launches after the start, in this order, one after the
+    # other in a launch that lasts: the default's process (likely in flight then), then the
+    # launcher's and any candidate's (one per launch had left aims unhit when a launch that
+    # was not killed finished the study)
     return [start, "default_child", *rng.sample(["launcher", "child"], k=2), *middle,
             *["revalidation"] * rng.choice([0, 1]), *end]
 
@@ -285,14 +299,14 @@ def after_kill(study: Study, result: dict[str, Any], token: str, grace: float) -
             "with no tuner alive (the 'stale' column counts every such kill)"))
 
 
-def attempt(study: Study, aim: str | None, fork: str | None = None, **kw: Any) -> str:
-    """One kill (or the final run), with on the way the fork-server kill ``fork``: ``killed``,
+def attempt(study: Study, aim: str | None, forks: tuple[str, ...] = (), **kw: Any) -> str:
+    """One kill (or the final run), with on the way the fork-server kills ``forks``: ``killed``,
     ``done`` (exit 0), ``crashed`` (a launch died with a traceback: not a refusal, or a fork-server
     kill ended the tuner) or ``unusable`` (both ``--continue`` and ``tune`` refuse the folder)."""
     refused, crashed = [], False
     resume = read_study(study.dir)["initialised"]
     for mode in (resume, not resume):
-        result = launch(study, resume=mode, aim=aim, fork=fork if mode == resume else None,
+        result = launch(study, resume=mode, aim=aim, forks=forks if mode == resume else (),
                         **{k: kw[k] for k in ("rng", "expr", "token", "logs")})
         for kill in result["fork_kills"]:  # the tuner lived on: it must finish this launch's work
             study.kills.append({**kill, "committed": len(study.committed), "orphans": []})
@@ -325,11 +339,10 @@ def run_study(study: Study, aims: list[str], control: dict[str, Any], budget: in
         if aim in FORK_AIMS:  # rides along the next launch without one
             forks.append(aim)
             continue
-        fork = forks.pop(0) if forks else None
         before = len(study.kills)
-        outcome = attempt(study, aim, fork, **kw)
-        if fork and not any(k["aim"] == fork for k in study.kills[before:]):
-            forks.insert(0, fork)  # its instant came after this launch ended: the next one's
+        outcome = attempt(study, aim, tuple(forks), **kw)
+        hit = {k["aim"] for k in study.kills[before:] if k.get("tuner_alive")}
+        forks = [f for f in forks if f not in hit]  # the others: the next launch's
         if outcome != "killed":
             break
     info = read_study(study.dir)
