@@ -39,7 +39,7 @@ MODES = ("none", "segfault", "abort", "hang_build", "hang_measure", "exit_early"
 
 class _OrtRunner(Runner):
     def __init__(self, path: Path, threads: int, mode: str, call_ms: int = 0,
-                 synthetic_ms: float | None = None) -> None:
+                 synthetic_ms: float | None = None, first_ms: int = 0) -> None:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
@@ -48,6 +48,7 @@ class _OrtRunner(Runner):
         self.sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         self.mode = mode
         self.call_s = call_ms / 1000
+        self.first_s = first_ms / 1000  # the first call's set-up (``-fault:first_ms``)
         self.feeds: dict[str, Any] = {}
         # a synthetic latency (``-fault:tie``): the calls run, but the time reported is this many
         # ms per call times a per-process factor (1 % between processes, as fresh processes
@@ -60,6 +61,9 @@ class _OrtRunner(Runner):
             self.synthetic_ns = synthetic_ms * 1e6 * factor
 
     def infer(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.first_s:
+            time.sleep(self.first_s)
+            self.first_s = 0.0
         names = [o.name for o in self.sess.get_outputs()]
         return dict(zip(names, self.sess.run(None, feeds), strict=True))
 
@@ -113,6 +117,9 @@ class FaultyBackend(Backend):
                  help="sleep this long in the build (slow builds)"),
             Knob(name="-fault:call_ms", values=("0", "40"), default="0",
                  help="sleep this long in every timed call (slow engines: few latency samples)"),
+            Knob(name="-fault:first_ms", values=("0", "1500"), default="0",
+                 help="sleep this long in the first call (slow first calls: lazy CUDA module "
+                      "loading, CUDA graph capture)"),
             Knob(name="-fault:tie", values=tuple(TIE_MS), default="slow",
                  help="a tie: 'x' and 'y' are distinct artifacts that report the same synthetic "
                       "latency, half the default 'slow' (only where the expression names this knob)"),
@@ -171,13 +178,16 @@ class FaultyBackend(Backend):
         threads = route.get("-ort:threads", "0")
         sleep = route.get("-fault:sleep_ms", "0")
         call = route.get("-fault:call_ms", "0")
+        first = route.get("-fault:first_ms", "0")
         tie = route.get("-fault:tie")
         return BuildResult(
             artifact=artifact,
             effective_route=f"-fault:mode={mode} -ort:threads={threads} -fault:sleep_ms={sleep}"
-            + (f" -fault:call_ms={call}" if call != "0" else ""),
+            + (f" -fault:call_ms={call}" if call != "0" else "")
+            + (f" -fault:first_ms={first}" if first != "0" else ""),
             info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep,
                                      **({"call_ms": call} if call != "0" else {}),
+                                     **({"first_ms": first} if first != "0" else {}),
                                      **({"tie": tie} if tie is not None else {})}},
         )
 
@@ -185,4 +195,5 @@ class FaultyBackend(Backend):
         cfg = build.info.get("runtime_config", {})
         tie = cfg.get("tie")
         return _OrtRunner(build.artifact, int(cfg.get("threads", 0)), cfg.get("mode", "none"),
-                          int(cfg.get("call_ms", 0)), TIE_MS[tie] if tie is not None else None)
+                          int(cfg.get("call_ms", 0)), TIE_MS[tie] if tie is not None else None,
+                          int(cfg.get("first_ms", 0)))

@@ -107,7 +107,7 @@ class IsolatedEvaluator:
     def _timeouts(self, build_timeout: float | None = None) -> dict[str, float]:
         cfg = self.ctx.config
         build = build_timeout if build_timeout is not None else cfg.build_timeout_s
-        return {"start": build, "build": build, "measure": cfg.measure_timeout_s,
+        return {"start": build, "build": build, "warmup": cfg.measure_timeout_s, "measure": cfg.measure_timeout_s,
                 "profile": cfg.measure_timeout_s, "report": cfg.measure_timeout_s}
 
     def _run(self, target: str, job: ChildJob, workdir: Path, timeouts: dict[str, float],
@@ -250,7 +250,8 @@ class IsolatedEvaluator:
 
         try:
             turn.start()
-            res = self._run(BUILD_TARGET, job, workdir, {**timeouts, "wait": float("inf")}, phase)
+            waits = {"wait": float("inf"), "ready": float("inf")}  # the device's holder has one
+            res = self._run(BUILD_TARGET, job, workdir, {**timeouts, **waits}, phase)
         finally:
             turn.close()
             timeline.update(turn.timeline)

@@ -41,9 +41,10 @@ KEEP_MODES = ("best", "top-k", "all")
 DEFAULT_KEEP = "top-k"
 #: the small records of a candidate folder, never pruned (``engine.process.turn``: ``built.json``,
 #: its build, written before its result; ``turn``, what the parent told it: its grant, or to exit,
-#: which is all a round process started ahead and cancelled leaves instead of a result)
+#: which is all a round process started ahead and cancelled leaves instead of a result;
+#: ``turn_alone``, its grant of the device alone)
 RECORD_FILES = frozenset({"job.json", "result.json", "log.txt", "phase", "profile.json", ".rebuild.lock",
-                          "built.json", "turn"})
+                          "built.json", "turn", "turn_alone"})
 PRUNED = "pruned"
 REBUILDING = "rebuilding"
 

@@ -184,6 +184,7 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
 
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
+    grant: dict[str, Any] = {}  # overlap: the parent's grant of the device (``turn``)
     if job.artifact:
         build = BuildResult(
             artifact=Path(job.artifact), effective_route=job.effective_route or job.route,
@@ -205,8 +206,10 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
             from gptuner_core.engine.process.turn import wait_turn
 
             write_json_atomic(workdir / BUILT, built.to_json(), durable=False)
-            wait_turn(workdir, phase)
-    phase("measure")
+            grant = wait_turn(workdir, phase)
+    from gptuner_core.engine.process.turn import WARMUP
+
+    phase(WARMUP if grant.get("warmup") else "measure")  # warmup: the device shared
     from gptuner_core.batching import iter_batches
     from gptuner_core.batching import rows_of
     from gptuner_core.batching import stack_outputs
@@ -219,6 +222,14 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         steps("load")
         outs = [runner.infer(feed) for feed in feeds]
         steps("outputs")
+        if grant.get("warmup"):  # the first calls are done: the device alone for the samples
+            from gptuner_core.engine.process.turn import READY
+            from gptuner_core.engine.process.turn import TURN_ALONE
+            from gptuner_core.engine.process.turn import wait_turn
+
+            wait_turn(workdir, phase, waiting=READY, name=TURN_ALONE)
+            phase("measure")
+            steps("ready")
         measured = _measure(runner, job)
         steps("samples")
         capture = None

@@ -3,9 +3,17 @@
 With overlap on (``engine.scale.overlap``) a candidate's process builds while other candidates
 build or measure, then enters the ``wait`` phase and waits for its turn on the measuring device:
 the parent writes the ``turn`` file in the candidate's folder once it holds the device for it.
-The child then pins itself to the cores the file names (kept free of builds) and measures what
-it built, in the same process: nothing is compiled twice. While building it runs on the build
-cores (``ChildJob.turn["build_cpus"]``), and so do the compile workers it starts.
+The child then pins itself to the cores the file names and measures what it built, in the same
+process: nothing is compiled twice. While building it runs on the build cores
+(``ChildJob.turn["build_cpus"]``), and so do the compile workers it starts.
+
+The turn has two steps when the grant says ``warmup``: the device *shared* first, on the build
+cores, for the calls that need the device but not the device alone (loading, the first calls:
+lazy CUDA module loading, cuDNN set-up, CUDA graph capture; the accuracy gate's outputs). Other
+candidates do the same meanwhile, but nothing is measured. The child then enters ``ready`` and
+waits for the ``turn_alone`` file: the device alone, on the measuring cores (kept free of
+builds), for the timed samples and the profile. A candidate that holds the device from before
+its build (its build or loading runs work on it) gets the device alone in one step.
 
 Once its device work is done (the samples, the profile's device part) the child re-pins itself to
 the build cores and enters the ``report`` phase (:func:`leave_device`): the parent gives the
@@ -31,6 +39,11 @@ from typing import Any
 
 TURN = "turn"
 WAIT = "wait"
+#: the phase of a candidate's calls on the shared device (its turn's first step), and of its
+#: wait for the device alone (the second), granted by the :data:`TURN_ALONE` file
+WARMUP = "warmup"
+READY = "ready"
+TURN_ALONE = "turn_alone"
 #: the phase after a candidate's last use of the device: what is left is CPU work
 REPORT = "report"
 #: written by a candidate's process once built, before it waits for its turn: its build (a
@@ -66,11 +79,12 @@ def restore_priority() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, 0)
 
 
-def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005) -> dict[str, Any]:
-    """Enter the ``wait`` phase and return the parent's grant once it wrote the ``turn`` file
+def wait_turn(workdir: Path, phase: Callable[[str], None], poll_s: float = 0.005, *,
+              waiting: str = WAIT, name: str = TURN) -> dict[str, Any]:
+    """Enter the ``waiting`` phase and return the parent's grant once it wrote the file ``name``
     (pinned to its ``cpus`` by then). The parent's death ends this process (PR_SET_PDEATHSIG)."""
-    phase(WAIT)
-    path = workdir / TURN
+    phase(waiting)
+    path = workdir / name
     while not path.exists():
         time.sleep(poll_s)
     grant = _obey(path)

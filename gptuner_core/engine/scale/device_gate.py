@@ -7,7 +7,8 @@ CPU it is measured on) must never build while a measurement runs there:
 
 * such builds hold the gate *shared* (they may overlap each other), a measurement holds it
   *exclusive* (nothing else of this study runs on the device meanwhile); a waiting measurement
-  stops new builds from starting, so measuring is never starved by a queue of builds;
+  stops new builds from starting, so measuring is never starved by a queue of builds; a
+  candidate's first calls (:meth:`DeviceGate.sharing`, ``engine.process.turn``) share it too;
 * a build that does not touch the device only takes a build slot. Whether a build touches it
   is asked per route (``Backend.route_uses_device``: torch on a GPU compiles a default-mode route
   on the CPU, but max-autotune benchmarks kernels on the device): :meth:`DeviceGate.view` gives
@@ -53,6 +54,7 @@ class DeviceGate:
         self._slots = threading.BoundedSemaphore(self.build_workers)
         self._cond = threading.Condition()
         self._builders = 0
+        self._sharers = 0  # builds that use the device and first calls
         self._measuring = False
         self._measurers_waiting = 0
         #: the most builds that ran at once (the log and tests)
@@ -87,16 +89,27 @@ class DeviceGate:
             if not uses:
                 yield
                 return
-            with self._cond:
-                self._cond.wait_for(lambda: not self._measuring and not self._measurers_waiting)
+            with self.sharing(build=True):
+                yield
+
+    @contextlib.contextmanager
+    def sharing(self, *, build: bool = False) -> Iterator[None]:
+        """The device shared, without a build slot: work that runs on the device but is not
+        measured (a build that uses it; a candidate's first calls). Waits while a measurement
+        runs or waits."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._measuring and not self._measurers_waiting)
+            self._sharers += 1
+            if build:
                 self._builders += 1
                 self.max_builders = max(self.max_builders, self._builders)
-            try:
-                yield
-            finally:
-                with self._cond:
-                    self._builders -= 1
-                    self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._sharers -= 1
+                self._builders -= int(build)
+                self._cond.notify_all()
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
@@ -110,7 +123,7 @@ class DeviceGate:
         with self._cond:
             self._measurers_waiting += 1
             try:
-                self._cond.wait_for(lambda: not self._measuring and self._builders == 0)
+                self._cond.wait_for(lambda: not self._measuring and self._sharers == 0)
             finally:
                 self._measurers_waiting -= 1
             self._measuring = True
@@ -137,6 +150,9 @@ class GateView:
 
     def slot(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.slot()
+
+    def sharing(self) -> contextlib.AbstractContextManager[None]:
+        return self.gate.sharing()
 
     @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:

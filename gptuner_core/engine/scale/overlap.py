@@ -3,12 +3,16 @@
 Building needs cores, measuring needs the device alone. With overlap on, a candidate's one
 process takes a build slot (at most ``build_workers`` builds at once), builds on the build cores,
 then asks for the device (``wait`` phase, ``engine.process.turn``); the parent gives the slot
-back, takes the measuring side of the :class:`DeviceGate` (and the cross-process device lock),
-writes the ``turn`` file and the child measures what it built on the measuring cores; the device
-is free once the child reports its ``report`` phase (what is left is CPU work on the build cores:
-outputs, task metric, the profile's parsing) or exits. A route whose build runs work on the device (autotuning, freezing:
-``Backend.route_uses_device``) holds the device from before its process starts, so its build
-never overlaps a measurement.
+back and the turn goes in two steps. First the device *shared* (the :class:`DeviceGate`'s
+shared side, as builds that use the device; ``turn`` file): on the build cores the child loads
+what it built and runs its first calls and the accuracy gate's outputs, beside other candidates
+doing the same but never beside a measurement. Then it asks for the device alone (``ready``);
+the parent takes the measuring side of the gate (and the cross-process device lock), writes the
+``turn_alone`` file and the child takes its samples on the measuring cores. The device is free
+once the child reports its ``report`` phase (what is left is CPU work on the build cores: outputs,
+task metric, the profile's parsing) or exits. A route whose build runs work on the device
+(autotuning, freezing: ``Backend.route_uses_device``) holds the device alone from before its
+process starts, so its build never overlaps a measurement, and its turn is one step.
 
 The measuring cores: the last two usable cores when there are at least four (builds and their
 compile workers get the others: cores - 2), else none (nothing is pinned).
@@ -27,8 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.process.isolation import write_json_atomic
+from gptuner_core.engine.process.turn import READY
 from gptuner_core.engine.process.turn import REPORT
 from gptuner_core.engine.process.turn import TURN
+from gptuner_core.engine.process.turn import TURN_ALONE
 from gptuner_core.engine.process.turn import WAIT
 from gptuner_core.errors import ConfigError
 
@@ -87,38 +93,49 @@ class DeviceTurn:
 
     ``start()`` before the process starts, ``on_phase`` from its poll loop, ``close()`` after it
     ended (always: it gives back whatever is still held). ``timeline`` gets the wall-clock
-    instants (``queued``, ``build_start``, ``measure_start``, ``measure_end``)."""
+    instants (``queued``, ``build_start``, ``warmup_start``: the device shared, ``measure_start``
+    and ``measure_end``: the device alone)."""
 
     def __init__(self, gate: GateView, workdir: Path, split: CoreSplit) -> None:
         self.gate, self.workdir, self.split = gate, workdir, split
         self._slot = contextlib.ExitStack()
+        self._shared = contextlib.ExitStack()
         self._device = contextlib.ExitStack()
         self.granted = False
         self.timeline: dict[str, float] = {}
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        (self.workdir / TURN).unlink(missing_ok=True)
+        for name in (TURN, TURN_ALONE):
+            (self.workdir / name).unlink(missing_ok=True)
         self.timeline["queued"] = time.time()
         self._slot.enter_context(self.gate.slot())
         if self.gate.uses_device:  # its build runs work on the device: it holds it throughout
-            self._grant()
+            self._grant(TURN)
         self.timeline["build_start"] = time.time()
 
     def on_phase(self, phase: str) -> None:
-        if phase == WAIT and not self.granted:
+        if phase == WAIT:
             self._slot.close()  # built: the next build may start
-            self._grant()
-        elif phase == WAIT:
-            self._slot.close()
+            if not self.granted:
+                self._share()
+        elif phase == READY and not self.granted:  # its first calls are done: the samples
+            self._shared.close()
+            self._grant(TURN_ALONE)
         elif phase == REPORT and self.granted:  # its device work is done: the next may measure
             self._release()
 
-    def _grant(self) -> None:
+    def _share(self) -> None:
+        self._shared.enter_context(self.gate.sharing())
+        self.timeline["warmup_start"] = time.time()
+        write_json_atomic(self.workdir / TURN, {"cpus": list(self.split.build), "warmup": True},
+                          durable=False)
+
+    def _grant(self, name: str) -> None:
         self._device.enter_context(self.gate.measuring())
         self.granted = True
         self.timeline["measure_start"] = time.time()
-        write_json_atomic(self.workdir / TURN, {"cpus": list(self.split.measure)}, durable=False)
+        write_json_atomic(self.workdir / name, {"cpus": list(self.split.measure)}, durable=False)
 
     def _release(self) -> None:
         if "measure_end" not in self.timeline:
@@ -127,5 +144,6 @@ class DeviceTurn:
 
     def close(self) -> None:
         self._slot.close()
+        self._shared.close()
         if self.granted:
             self._release()

@@ -43,8 +43,10 @@ from concurrent.futures import wait
 from typing import TYPE_CHECKING
 
 from gptuner_core.engine.loop import loop_parts as loop
+from gptuner_core.engine.process.turn import READY
 from gptuner_core.engine.process.turn import REPORT
 from gptuner_core.engine.process.turn import WAIT
+from gptuner_core.engine.process.turn import WARMUP
 from gptuner_core.engine.scale.scale_out import WorkerLost
 from gptuner_core.records import CandidateRecord
 from gptuner_core.records import CandidateState
@@ -246,7 +248,7 @@ def run_parallel(
 
 
 #: a candidate's phases once its build has ended (its process waits for the device or measures)
-BUILT = frozenset({WAIT, "measure", "profile", REPORT})
+BUILT = frozenset({WAIT, WARMUP, READY, "measure", "profile", REPORT})
 
 
 def _workers(pool: CandidatePool, sink: loop.Sink) -> None:
