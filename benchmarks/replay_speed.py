@@ -102,13 +102,20 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--search", default="random")
+    ap.add_argument("--recording", default="", help="a recording (gptuner import --out) instead of the "
+                    "synthetic one, e.g. benchmarks/gemm_space.py's 82,944-route GEMM space")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import gptuner_core.strategies as strategies
     from gptuner_core.engine.loop.simulate import simulate
 
     t0 = time.perf_counter()
-    rec = synthetic_recording()
+    if args.recording:
+        from gptuner_core.recording import load_recording
+
+        rec = load_recording(args.recording)
+    else:
+        rec = synthetic_recording()
     made = time.perf_counter() - t0
     t0 = time.perf_counter()
     rec.by_key  # noqa: B018 - the index, built once per recording
