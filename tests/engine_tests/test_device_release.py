@@ -132,3 +132,45 @@ def test_first_calls_run_beside_each_other_and_the_device_is_held_alone_for_the_
             assert w1 <= a0 or a1 <= w0, (n, (w0, w1), m, (a0, a1))
     # built together, the three ran their first calls at the same time, not one after another
     assert max(w0 for w0, _ in warm.values()) < min(w1 for _, w1 in warm.values()), warm
+
+
+def test_a_candidate_run_again_after_dying_in_its_warmup_does_not_take_the_shared_device_twice(tmp_path):
+    """A candidate process killed by what is not its route's doing (the launcher's death) runs
+    again in the same turn: its ``wait`` comes a second time while it still shares the device
+    from the first attempt. Taking a second share waited for a measurement that itself waited for
+    the first share to go: neither could move. Real threads and the real gate."""
+    import threading
+
+    from gptuner_core.engine.process.turn import READY
+    from gptuner_core.engine.process.turn import REPORT
+    from gptuner_core.engine.process.turn import TURN_ALONE
+    from gptuner_core.engine.process.turn import WAIT
+    from gptuner_core.engine.scale.device_gate import DeviceGate
+    from gptuner_core.engine.scale.overlap import CoreSplit
+    from gptuner_core.engine.scale.overlap import DeviceTurn
+
+    gate = DeviceGate(build_workers=2, build_uses_device=False)
+    split = CoreSplit(build=(), measure=())
+    x = DeviceTurn(gate.view(uses_device=False), tmp_path / "x", split)
+    y = DeviceTurn(gate.view(uses_device=False), tmp_path / "y", split)
+    x.start()
+    y.start()
+    x.on_phase(WAIT)  # x shares the device for its first calls ...
+    y.on_phase(WAIT)
+    granted = threading.Event()
+
+    def y_measures() -> None:
+        y.on_phase(READY)  # ... y waits for the device alone, until x's share ends
+        granted.set()
+
+    threading.Thread(target=y_measures, daemon=True).start()
+    again = threading.Thread(target=x.on_phase, args=(WAIT,), daemon=True)  # x, run again
+    again.start()
+    again.join(5)
+    assert not again.is_alive(), "x's second wait blocked behind y, which waits for x's first share"
+    assert not granted.is_set()  # x still shares the device: y does not measure beside it
+    x.close()  # x's process ended: its share with it, so y measures
+    assert granted.wait(5)
+    assert (tmp_path / "y" / TURN_ALONE).exists()
+    y.on_phase(REPORT)
+    y.close()

@@ -101,7 +101,7 @@ class DeviceTurn:
         self._slot = contextlib.ExitStack()
         self._shared = contextlib.ExitStack()
         self._device = contextlib.ExitStack()
-        self.granted = False
+        self.granted = self.sharing = False
         self.timeline: dict[str, float] = {}
 
     def start(self) -> None:
@@ -121,13 +121,16 @@ class DeviceTurn:
                 self._share()
         elif phase == READY and not self.granted:  # its first calls are done: the samples
             self._shared.close()
+            self.sharing = False
             self._grant(TURN_ALONE)
         elif phase == REPORT and self.granted:  # its device work is done: the next may measure
             self._release()
 
     def _share(self) -> None:
-        self._shared.enter_context(self.gate.sharing())
-        self.timeline["warmup_start"] = time.time()
+        if not self.sharing:  # a process run again (its launcher died) keeps the first share:
+            self._shared.enter_context(self.gate.sharing())  # a second would wait for a
+            self.sharing = True  # measurement that waits for the first
+            self.timeline["warmup_start"] = time.time()
         write_json_atomic(self.workdir / TURN, {"cpus": list(self.split.build), "warmup": True},
                           durable=False)
 
@@ -145,5 +148,6 @@ class DeviceTurn:
     def close(self) -> None:
         self._slot.close()
         self._shared.close()
+        self.sharing = False
         if self.granted:
             self._release()
