@@ -107,8 +107,9 @@ class IsolatedEvaluator:
     def _timeouts(self, build_timeout: float | None = None) -> dict[str, float]:
         cfg = self.ctx.config
         build = build_timeout if build_timeout is not None else cfg.build_timeout_s
-        return {"start": build, "build": build, "warmup": cfg.measure_timeout_s, "measure": cfg.measure_timeout_s,
-                "profile": cfg.measure_timeout_s, "report": cfg.measure_timeout_s}
+        measure = cfg.measure_timeout_s
+        return {"start": build, "build": build, "warmup": measure, "measure": measure,
+                "profile": measure, "report": measure}
 
     def _run(self, target: str, job: ChildJob, workdir: Path, timeouts: dict[str, float],
              on_phase: Callable[[str], None] | None = None) -> ChildResult:
