@@ -195,8 +195,25 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float,
         "refused": [c.get("error") for e in events for c in e.get("contenders", [])
                     if "other code than the screened build" in (c.get("error") or "")],
         **limit_s(recs, rounds, workers),
+        **device_spans(recs),
         "timeline": timeline(study, start, recs),
     }
+
+
+def device_spans(recs) -> dict:
+    """Seconds the candidates held the device alone (each one's ``measure_start`` to
+    ``measure_end``, summed) and from the first candidate's warmup on the shared device to the
+    last one's end alone: the screening's device phase, and how much of it is exclusive."""
+    alone, first, last = 0.0, None, None
+    for r in recs:
+        tl = r.extra.get("timeline") or {}
+        if "measure_start" in tl and "measure_end" in tl:
+            alone += tl["measure_end"] - tl["measure_start"]
+            begin = tl.get("warmup_start", tl["measure_start"])
+            first = begin if first is None else min(first, begin)
+            last = tl["measure_end"] if last is None else max(last, tl["measure_end"])
+    span = round(last - first, 1) if first is not None and last is not None else None
+    return {"device_alone_s": round(alone, 1), "device_phase_s": span}
 
 
 def _emit(row: dict, path: str | None) -> None:
