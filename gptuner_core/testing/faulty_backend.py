@@ -39,7 +39,7 @@ MODES = ("none", "segfault", "abort", "hang_build", "hang_measure", "exit_early"
 
 class _OrtRunner(Runner):
     def __init__(self, path: Path, threads: int, mode: str, call_ms: int = 0,
-                 synthetic_ms: float | None = None, first_ms: int = 0) -> None:
+                 synthetic_ms: float | None = None, first_ms: int = 0, hold_first: str = "") -> None:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
@@ -49,6 +49,7 @@ class _OrtRunner(Runner):
         self.mode = mode
         self.call_s = call_ms / 1000
         self.first_s = first_ms / 1000  # the first call's set-up (``-fault:first_ms``)
+        self.hold_first = hold_first if first_ms else ""
         self.feeds: dict[str, Any] = {}
         # a synthetic latency (``-fault:tie``): the calls run, but the time reported is this many
         # ms per call times a per-process factor (1 % between processes, as fresh processes
@@ -64,6 +65,9 @@ class _OrtRunner(Runner):
         if self.first_s:
             time.sleep(self.first_s)
             self.first_s = 0.0
+            deadline = time.monotonic() + 30  # held (``hold_first_calls``): at most 30 s
+            while self.hold_first and not Path(self.hold_first).exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
         names = [o.name for o in self.sess.get_outputs()]
         return dict(zip(names, self.sess.run(None, feeds), strict=True))
 
@@ -89,6 +93,9 @@ class FaultyBackend(Backend):
     option_declarations = {
         "device_free_builds": ("builds of routes with -fault:sleep_ms > 0 count as not touching the "
                                "measured device (tests of building beside a measurement)", False),
+        "hold_first_calls": ("a file: the first call of a route with -fault:first_ms > 0 and "
+                             "-fault:sleep_ms > 0 waits until it exists, at most 30 s (tests of what "
+                             "runs beside first calls)", ""),
         "hold_builds": ("a file: builds of routes with -fault:sleep_ms > 0 wait until it exists "
                         "(tests of what happens while candidates are still building)", ""),
     }
@@ -196,4 +203,5 @@ class FaultyBackend(Backend):
         tie = cfg.get("tie")
         return _OrtRunner(build.artifact, int(cfg.get("threads", 0)), cfg.get("mode", "none"),
                           int(cfg.get("call_ms", 0)), TIE_MS[tie] if tie is not None else None,
-                          int(cfg.get("first_ms", 0)))
+                          int(cfg.get("first_ms", 0)),
+                          str(self.options.get("hold_first_calls") or "") if cfg.get("sleep_ms", "0") != "0" else "")

@@ -89,15 +89,25 @@ def test_a_candidate_waiting_for_the_device_counts_as_built_before_its_turn(tmp_
     assert min(settled) < max(grants), (sorted(grants), hints)
 
 
-def _release_when_default_measured(study: Path, hold: Path) -> None:
-    """Let the held builds finish together, once the default route has left the device."""
-    phase = study / "candidates" / "00000" / "phase"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if phase.exists() and "report" in phase.read_text():
-            break
+def _until(done, limit: float = 120.0) -> None:
+    deadline = time.time() + limit
+    while time.time() < deadline and not done():
         time.sleep(0.02)
+
+
+def _release_when_default_measured(study: Path, hold: Path, first: Path) -> None:
+    """Let the held builds finish together once the default route has left the device, and the
+    held first calls once all three candidates are in them (never, if one waits for another:
+    then each first call goes on after its own 30 s)."""
+    def marks(n: int) -> str:
+        phase = study / "candidates" / f"{n:05d}" / "phase"
+        return phase.read_text() if phase.exists() else ""
+
+    _until(lambda: "report" in marks(0))
     hold.touch()
+    _until(lambda: all("warmup" in marks(n) for n in (1, 2, 3)), limit=60)
+    if all("warmup" in marks(n) for n in (1, 2, 3)):
+        first.touch()
 
 
 @pytest.mark.slow
@@ -110,11 +120,12 @@ def test_first_calls_run_beside_each_other_and_the_device_is_held_alone_for_the_
     and the device is held alone from ``ready`` (the samples, the profile)."""
     import threading
 
-    hold = tmp_path / "go"
+    hold, first = tmp_path / "go", tmp_path / "first"
     study = tmp_path / "s"
     args = _faulty_tune(study, monkeypatch, "on", "-fault:first_ms=1500 -fault:sleep_ms=[100|200|300]", 3,
-                        "--backend-option", f"hold_builds={hold}", "--revalidate-top-k", "0")
-    threading.Thread(target=_release_when_default_measured, args=(study, hold), daemon=True).start()
+                        "--backend-option", f"hold_builds={hold}", "--backend-option",
+                        f"hold_first_calls={first}", "--revalidate-top-k", "0")
+    threading.Thread(target=_release_when_default_measured, args=(study, hold, first), daemon=True).start()
     assert main(args) == 0
     with open_store(study, readonly=True) as store:
         recs = [r for r in store.candidates() if r.state is CandidateState.COMPLETE]
@@ -131,7 +142,9 @@ def test_first_calls_run_beside_each_other_and_the_device_is_held_alone_for_the_
         for m, (a0, a1) in alone.items():
             assert w1 <= a0 or a1 <= w0, (n, (w0, w1), m, (a0, a1))
     # built together, the three ran their first calls at the same time, not one after another
+    # (their first calls are held until all three are in them: no timing decides this)
     assert max(w0 for w0, _ in warm.values()) < min(w1 for _, w1 in warm.values()), warm
+    assert first.exists(), "the three candidates were never in their first calls together"
 
 
 def test_a_candidate_run_again_after_dying_in_its_warmup_does_not_take_the_shared_device_twice(tmp_path):
