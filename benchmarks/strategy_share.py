@@ -23,8 +23,9 @@ from pathlib import Path
 
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 EXPR = ("-ort:graph_optimization_level=[disable|basic|extended|all] -ort:execution_mode=[sequential|parallel] "
         "-ort:intra_op_num_threads=[0|1|2] -ort:inter_op_num_threads=[0|1|2] -ort:enable_mem_pattern=[on|off] "
@@ -33,35 +34,13 @@ EXPR = ("-ort:graph_optimization_level=[disable|basic|extended|all] -ort:executi
         "-ort:config:session.dynamic_block_base=[0|4]")
 
 
-class Timed:
-    """A strategy whose ``ask`` and ``tell`` are timed."""
-
-    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
-        self.inner, self.calls = inner, []
-
-    def ask(self, *a, **k):  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
-        try:
-            return self.inner.ask(*a, **k)
-        finally:
-            self.calls.append(time.perf_counter() - t0)
-
-    def tell(self, *a, **k):  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
-        try:
-            return self.inner.tell(*a, **k)
-        finally:
-            self.calls.append(time.perf_counter() - t0)
-
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(self.inner, name)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--candidates", type=int, default=80)
     ap.add_argument("--search", default="auto")
     args = ap.parse_args()
+    from replay_speed import Timed  # the same timing wrapper as the replay's
+
     import gptuner_core.strategies as strategies
     from gptuner_core.cli import main as gptuner
 
