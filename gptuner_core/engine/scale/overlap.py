@@ -120,8 +120,7 @@ class DeviceTurn:
             if not self.granted:
                 self._share()
         elif phase == READY and not self.granted:  # its first calls are done: the samples
-            self._shared.close()
-            self.sharing = False
+            self._unshare()
             self._grant(TURN_ALONE)
         elif phase == REPORT and self.granted:  # its device work is done: the next may measure
             self._release()
@@ -133,6 +132,10 @@ class DeviceTurn:
             self.timeline["warmup_start"] = time.time()
         write_json_atomic(self.workdir / TURN, {"cpus": list(self.split.build), "warmup": True},
                           durable=False)
+
+    def _unshare(self) -> None:
+        self._shared.close()
+        self.sharing = False
 
     def _grant(self, name: str) -> None:
         self._device.enter_context(self.gate.measuring())
@@ -147,7 +150,6 @@ class DeviceTurn:
 
     def close(self) -> None:
         self._slot.close()
-        self._shared.close()
-        self.sharing = False
+        self._unshare()
         if self.granted:
             self._release()
