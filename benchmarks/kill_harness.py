@@ -220,7 +220,7 @@ def launch(study: Study, *, resume: bool, aim: str | None, rng: random.Random, e
     if aim in ("early", "random") and not forks:  # else armed (at once) after the fork-server kills
         fire_at = t0 + rng.uniform(*AIMS[aim][2])
     while proc.poll() is None:  # the tuner's kill waits for the fork-server kills (done or given up)
-        if not watch.get("done") and results(study.dir) > watch.get("after", -1):
+        if not watch.get("done") and ("after" not in watch or results(study.dir) > watch["after"]):
             kill = fork_kill(study.dir, proc.pid, watch, rng, since, resume)
             if kill is not None:
                 forked.append({**kill, "after_s": round(time.monotonic() - t0, 3), "log": str(log)})
