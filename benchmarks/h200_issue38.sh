@@ -21,6 +21,7 @@ MODEL="$PWD/benchmarks/torchvision_models.py:resnet50"
 DATA="$W/resnet50.npz"
 [ -f "$DATA" ] || $PY -c "import sys; sys.path.insert(0, 'benchmarks'); import torchvision_models as m; m.write_dataset('$DATA', 'resnet50')"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu_$1.csv" 2>&1 || true
+lscpu > "$OUT/lscpu.txt" 2>&1 || true
 case "$1" in
   aa)
     $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/aa" --model "$MODEL" --dataset "$DATA" \
