@@ -227,3 +227,55 @@ def test_a_move_unlikely_to_build_is_repaired_by_a_switch():
     repaired = [m for m in moves() if len(m) > 1]
     assert repaired and all(m == {"-t:tile", "-t:stride"} for m in repaired)
     assert all(len(m) == 1 for m in moves(repair=False))
+
+
+def switch_trap() -> Recording:
+    """Two switches ``s`` and ``t`` (often a code path each): with both off a wide bowl, best
+    1.0 at a=1, b=1; either one on alone is slower everywhere (1.5 and more); both on, a bowl
+    whose best is 0.5 at a=6, b=6 and whose other routes are slow (from the wide bowl's best,
+    no one-off move leads there). ``s=on, t=off`` never builds."""
+    knobs = {"-t:a": [str(v) for v in range(8)], "-t:b": [str(v) for v in range(8)],
+             "-t:s": ["off", "on"], "-t:t": ["off", "on"]}
+
+    def outcome(_: int, values: tuple[str, ...]) -> float | bool:
+        a, b, s, t = int(values[0]), int(values[1]), values[2], values[3]
+        if s == "on" and t == "off":
+            return False
+        if s == "on":
+            return 0.5 + 0.3 * ((a - 6) ** 2 + (b - 6) ** 2)
+        return (1.0 if t == "off" else 1.5) + 0.05 * ((a - 1) ** 2 + (b - 1) ** 2)
+    return synthetic_recording(knobs, outcome)
+
+
+def test_a_random_restart_starts_in_the_switch_combination_tried_least():
+    """Issue 40 item 3 (convolution A100's stuck seeds climbed only in ``read_only=0,
+    use_shmem=0``): a random restart starts in the combination of switch values with the fewest
+    routes tried, skipping one where two or more were tried and none built. Without
+    ``restart_strata`` it is any random route likely to build."""
+    rec = switch_trap()
+
+    def restarts(**opts: object) -> list[tuple[tuple[str, str], dict, set]]:
+        out = []
+        for seed in range(4):
+            run = simulate("hybrid", rec, 80, seed=seed, budget_fraction=0.0, **opts)
+            tried: dict[tuple[str, str], int] = {}
+            built: set[tuple[str, str]] = set()
+            for step in run.trace[1:]:  # the default route is not the strategy's
+                a = dict(Route.parse(step.route).assignments)
+                key = (a["-t:s"], a["-t:t"])
+                if step.info.get("phase") == "restart":
+                    out.append((key, dict(tried), set(built)))
+                tried[key] = tried.get(key, 0) + 1
+                if step.state == "COMPLETE":
+                    built.add(key)
+        return out
+
+    seen = restarts()
+    assert len(seen) >= 4
+    for key, tried, built in seen:
+        alive = [k for k in [("off", "off"), ("off", "on"), ("on", "off"), ("on", "on")]
+                 if not (tried.get(k, 0) >= 2 and k not in built)]
+        assert key in alive
+        assert tried.get(key, 0) == min(tried.get(k, 0) for k in alive)
+    plain = restarts(restart_strata=False)
+    assert any(tried.get(key, 0) > min(tried.get(k, 0) for k in tried) for key, tried, _ in plain)
