@@ -14,8 +14,10 @@ task metric, the profile's parsing) or exits. A route whose build runs work on t
 (autotuning, freezing: ``Backend.route_uses_device``) holds the device alone from before its
 process starts, so its build never overlaps a measurement, and its turn is one step.
 
-The measuring cores: the last two usable cores when there are at least four (builds and their
-compile workers get the others: cores - 2), else none (nothing is pinned).
+The measuring cores: when there are at least four usable cores, the last physical core with its
+hyperthread siblings (two logical cpus; the last two where there are no hyperthreads), so that no
+build shares a physical core with the measurement; builds and their compile workers get the
+others. With fewer, none (nothing is pinned).
 
 ``GPTUNER_OVERLAP``: ``auto`` (default: on for torch on a GPU, where builds are CPU work and the
 device is measured alone), ``on`` or ``off`` (build and measure in two processes, the artifact
@@ -40,6 +42,7 @@ from gptuner_core.errors import ConfigError
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from gptuner_core.config import StudyConfig
@@ -58,14 +61,46 @@ class CoreSplit:
     measure: tuple[int, ...]
 
 
-def core_split(cpus: set[int] | None = None) -> CoreSplit:
-    """Build cores and measuring cores (both empty: not enough cores to keep any apart)."""
+def parse_cpu_list(text: str) -> set[int]:
+    """A kernel cpu list (``0-3,8,10-11``) as a set of cpu numbers."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        out.update(range(int(first), int(last or first) + 1))
+    return out
+
+
+def thread_siblings(cpu: int) -> frozenset[int]:
+    """The logical cpus that share ``cpu``'s physical core (its hyperthreads), ``cpu`` included;
+    ``cpu`` alone where the system does not say."""
+    path = f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+    try:
+        with open(path, encoding="ascii") as f:
+            return frozenset(parse_cpu_list(f.read()) | {cpu})
+    except (OSError, ValueError):
+        return frozenset({cpu})
+
+
+def core_split(cpus: set[int] | None = None,
+               siblings: Callable[[int], frozenset[int]] = thread_siblings) -> CoreSplit:
+    """Build cores and measuring cores (both empty: not enough cores to keep any apart). The
+    measuring cores are whole physical cores from the last one (each with its usable
+    hyperthread siblings) until there are ``MEASURE_CORES``: no build runs on a sibling of the
+    measurement, which would share its core's execution units and caches."""
     if cpus is None:
         cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
     ordered = sorted(cpus)
     if len(ordered) < MIN_CORES:
         return CoreSplit(build=(), measure=())
-    return CoreSplit(build=tuple(ordered[:-MEASURE_CORES]), measure=tuple(ordered[-MEASURE_CORES:]))
+    measure: set[int] = set()
+    for cpu in reversed(ordered):
+        if len(measure) >= MEASURE_CORES:
+            break
+        measure |= siblings(cpu) & cpus
+    build = tuple(c for c in ordered if c not in measure)
+    if len(build) < MIN_CORES - MEASURE_CORES:  # a core with many threads: the last cpus
+        return CoreSplit(build=tuple(ordered[:-MEASURE_CORES]), measure=tuple(ordered[-MEASURE_CORES:]))
+    return CoreSplit(build=build, measure=tuple(sorted(measure)))
 
 
 def overlap_enabled(config: StudyConfig) -> bool:
