@@ -100,8 +100,30 @@ def _child(mode: str, workers: int, study: str, tune_args: list[str]) -> int:
     from gptuner_core.cli import main
 
     logging.basicConfig(level=logging.WARNING)
+    _round_loads(os.environ.get(ROUND_LOADS, ""))
     build_workers = 1 if mode == "old" else workers
     return main(["tune", *tune_args, "--build-workers", str(build_workers), "--study", study, "--quiet"])
+
+
+#: this benchmark's A/B of how many round processes load at once (issue 38 item 2): unset, the
+#: tuner's own rule (one per build core); a number; or ``physical``, one per physical build core
+ROUND_LOADS = "GS_ROUND_LOADS"
+
+
+def _round_loads(value: str) -> None:
+    """Replace the tuner's ``round_prefetch.room`` in this study's process, as ``value`` says."""
+    if not value:
+        return
+    from gptuner_core.engine.evaluate import round_prefetch
+    from gptuner_core.engine.scale.overlap import thread_siblings
+
+    if value == "physical":
+        def room(cpus: tuple[int, ...]) -> int:
+            return max(len({thread_siblings(c) & set(cpus) for c in cpus}), 2)
+    else:
+        def room(cpus: tuple[int, ...]) -> int:
+            return int(value)
+    round_prefetch.room = room
 
 
 def fresh_folder(path: Path) -> Path:
@@ -296,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         wall, end = time.perf_counter() - t0, time.time()
         if busy:
             busy.stop()
-        row = {"model": model, "exit": code,
+        row = {"model": model, "exit": code, "round_loads": os.environ.get(ROUND_LOADS, ""),
                **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1)}
         rows.append(row)
         _emit(row, args.json)

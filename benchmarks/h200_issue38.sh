@@ -4,6 +4,9 @@
 #   benchmarks/h200_issue38.sh effect  10 studies of a route about 10 % faster on ResNet-50, the tuner's
 #                                      12-round budget (item 4; freezing screened 1.09x on the H100)
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
+#   benchmarks/h200_issue38.sh rounds  ConvNeXt-Tiny and ResNet-50 twice: round processes loading one per
+#                                      build core (the tuner's rule), then one per physical build core
+#                                      (GS_ROUND_LOADS=physical; item 2, ConvNeXt's round 0)
 # Output (tables, JSON lines) goes to $OUT (default /tmp/h200_out). Each stage stops starting new
 # studies after BUDGET seconds (default 480). aa and effect run REPEATS studies (10) numbered from
 # FIRST (0): a second call with FIRST=6 REPEATS=4 continues a first one that ran 6 (the effect's
@@ -35,5 +38,10 @@ case "$1" in
   studies)
     $PY benchmarks/gpu_study.py --dir "$W/gs" --build-workers 7 --json "$OUT/gs.jsonl" \
       --plan "${PLAN:-resnet50:new,vit_b_16:new,convnext_tiny:new}" 2>&1 | tee "$OUT/gs.txt" ;;
-  *) echo "usage: $0 aa|effect|studies" >&2; exit 2 ;;
+  rounds)  # how many round processes load at once: the tuner's rule, then one per physical build core
+    for loads in "" physical; do
+      GS_ROUND_LOADS=$loads $PY benchmarks/gpu_study.py --dir "$W/gr${loads}" --build-workers 7 \
+        --json "$OUT/gr.jsonl" --plan "${PLAN:-convnext_tiny:new,resnet50:new}" 2>&1 | tee -a "$OUT/gr.txt"
+    done ;;
+  *) echo "usage: $0 aa|effect|studies|rounds" >&2; exit 2 ;;
 esac
