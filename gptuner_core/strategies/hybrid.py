@@ -127,6 +127,11 @@ class HybridStrategy(BoStrategy):
             if self.opts[key] < 1:
                 msg = f"strategy '{self.name}' option '{key}' must be >= 1 (got {self.opts[key]})"
                 raise StrategyError(msg)
+        if self.opts["stall_patience"] < 0 or not 0.0 <= self.opts["strata_floor"] <= 1.0:
+            msg = (f"strategy '{self.name}': option 'stall_patience' must be >= 0 and 'strata_floor' "
+                   f"between 0 and 1 (got stall_patience={self.opts['stall_patience']}, "
+                   f"strata_floor={self.opts['strata_floor']})")
+            raise StrategyError(msg)
         self._done: list[tuple[tuple[int, ...], float]] = []  # finished centres, log latency
         self._centre: tuple[int, ...] | None = None
         self._tries: dict[tuple[int, ...], int] = {}  # local turns spent around each centre

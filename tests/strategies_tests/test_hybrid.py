@@ -125,6 +125,9 @@ def test_options_are_checked(rec):
             get_strategy("hybrid", rec.expression, db=rec.db, **{key: 0})
     with pytest.raises(StrategyError, match="acquisition"):
         get_strategy("hybrid", rec.expression, db=rec.db, acquisition="nope")
+    for bad in ({"stall_patience": -1}, {"strata_floor": 1.5}, {"strata_floor": -0.1}):
+        with pytest.raises(StrategyError, match="stall_patience.*strata_floor"):
+            get_strategy("hybrid", rec.expression, db=rec.db, **bad)
 
 
 @pytest.mark.slow
