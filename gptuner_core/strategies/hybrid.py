@@ -38,7 +38,6 @@ With a ``--warm-start`` prior it is ``bo`` (the prior already says where to look
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -344,15 +343,10 @@ class HybridStrategy(BoStrategy):
         feasible = self._feasible(pool, self._features(pool), ok, bad)
         switches = np.flatnonzero(self._sizes == 2)
         if self.opts["restart_strata"] and 1 <= len(switches) <= 4:
-            # the combination of switch values (often a code path of its own, with basins of
-            # its own) tried least so far, among those with a start likely enough to build
-            tried = Counter(tuple(t[d] for d in switches) for t in taken if t is not None)
-            built = Counter(tuple(t[d] for d in switches) for t in ok)
-            keys = [tuple(int(v) for v in r) for r in pool[:, switches]]
-            for key in sorted(set(keys), key=lambda k: (tried[k], self._rng.random())):
-                if tried[key] >= 2 and not built[key]:
-                    continue  # none of its routes built: no code path there
-                mine = np.array([k == key for k in keys])
+            from gptuner_core.strategies._strata import least_tried
+
+            # the combination of switch values tried least, with a start likely enough to build
+            for mine in least_tried(pool, switches, taken, ok, self._rng):
                 if feasible[mine].max() >= self.opts["strata_floor"]:
                     likely = np.flatnonzero(self._likely(feasible, mine))
                     self._p_build_local = float(feasible[likely[0]])
