@@ -25,6 +25,7 @@ import numpy as np
 
 from gptuner_core.backends import load_backend
 from gptuner_core.engine.files import artifacts
+from gptuner_core.engine.process import turn
 from gptuner_core.fingerprint import file_sha256
 from gptuner_core.records import CandidateState
 from gptuner_core.records import ChildJob
@@ -171,9 +172,7 @@ def build_only(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], N
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     if job.turn:
-        from gptuner_core.engine.process.turn import pin
-
-        pin(job.turn.get("build_cpus"))
+        turn.pin(job.turn.get("build_cpus"))
     return _build(job, backend, workdir, phase)[1].to_json()
 
 
@@ -194,22 +193,16 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
                             info=build.info, artifact=job.artifact)
     else:
         if job.turn:
-            from gptuner_core.engine.process.turn import pin
-
-            pin(job.turn.get("build_cpus"))
+            turn.pin(job.turn.get("build_cpus"))
         build, built = _build(job, backend, workdir, phase)
         if built.state is CandidateState.DUPLICATE:
             return built.to_json()
         if job.turn:  # overlap: measure what was built here, once the device is ours
             from gptuner_core.engine.process.isolation import write_json_atomic
-            from gptuner_core.engine.process.turn import BUILT
-            from gptuner_core.engine.process.turn import wait_turn
 
-            write_json_atomic(workdir / BUILT, built.to_json(), durable=False)
-            grant = wait_turn(workdir, phase)
-    from gptuner_core.engine.process.turn import WARMUP
-
-    phase(WARMUP if grant.get("warmup") else "measure")  # warmup: the device shared
+            write_json_atomic(workdir / turn.BUILT, built.to_json(), durable=False)
+            grant = turn.wait_turn(workdir, phase)
+    phase(turn.WARMUP if grant.get("warmup") else "measure")  # warmup: the device shared
     from gptuner_core.batching import iter_batches
     from gptuner_core.batching import rows_of
     from gptuner_core.batching import stack_outputs
@@ -223,11 +216,7 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
         outs = [runner.infer(feed) for feed in feeds]
         steps("outputs")
         if grant.get("warmup"):  # the first calls are done: the device alone for the samples
-            from gptuner_core.engine.process.turn import READY
-            from gptuner_core.engine.process.turn import TURN_ALONE
-            from gptuner_core.engine.process.turn import wait_turn
-
-            wait_turn(workdir, phase, waiting=READY, name=TURN_ALONE)
+            turn.wait_turn(workdir, phase, waiting=turn.READY, name=turn.TURN_ALONE)
             phase("measure")
             steps("ready")
         measured = _measure(runner, job)
@@ -243,9 +232,7 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
             steps("profile")
         steps.log()
         if job.turn:  # the rest is CPU work: the next candidate may measure meanwhile
-            from gptuner_core.engine.process.turn import leave_device
-
-            leave_device(job.turn, phase)
+            turn.leave_device(job.turn, phase)
         outputs = stack_outputs(outs, [rows_of(f, job.batch_axes) for f in feeds])
         np.savez_compressed(workdir / "outputs.npz", **outputs)  # read once by the gate
         task = _task_metric(job, outputs)
@@ -265,9 +252,9 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"
-    if job.turn:  # overlap: on the measuring cores (builds may run on the others), or a round
-        from gptuner_core.engine.process import turn  # started ahead: load on the build cores,
-
+    # overlap: on the measuring cores (builds may run on the others), or a round started ahead:
+    # load on the build cores
+    if job.turn:
         turn.pin(job.turn.get("build_cpus") if job.turn.get("wait") else job.turn.get("cpus"))
         if job.turn.get("wait"):  # below the builds and the earlier rounds (round_prefetch)
             turn.lower_priority(int(job.turn.get("nice", 0)))
@@ -281,18 +268,13 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
         build = ensure_built(job, backend)
     ahead = bool(job.turn.get("wait"))  # a round's process started ahead of its turn
     if ahead:
-        from gptuner_core.engine.process.turn import exit_when_cancelled
-
-        exit_when_cancelled(workdir)
+        turn.exit_when_cancelled(workdir)
     # torch: the route compiled again from the warm Inductor cache (ahead: without running it)
     loaded = backend.load_ahead(build) if ahead else backend.load(build)
     identity = loaded.identity or file_sha256(build.artifact)  # what runs: checked by the round
     if ahead:  # measure when it is our turn
-        from gptuner_core.engine.process.turn import restore_priority
-        from gptuner_core.engine.process.turn import wait_turn
-
-        wait_turn(workdir, phase)
-        restore_priority()
+        turn.wait_turn(workdir, phase)
+        turn.restore_priority()
     phase("measure")
     with loaded as runner:
         return ChildResult(state=CandidateState.COMPLETE, sha256=identity,
