@@ -285,10 +285,8 @@ class HybridStrategy(BoStrategy):
                     self._climb = set()
                     if self.opts["restart_strata"] and self._failed_starts < 3:
                         self._failed_starts += 1
-                        start = self._random_start(ok, bad, taken)
+                        start = self._new_climb(ok, bad, taken)
                         if start is not None:
-                            self._climb = {start}
-                            self._centre = None
                             return start
                     continue
                 self._failed_starts = 0
@@ -315,10 +313,8 @@ class HybridStrategy(BoStrategy):
             if self._climb or not restart:
                 self._climb = set()
                 continue
-            start = self._random_start(ok, bad, taken)  # every other restart: a random route
+            start = self._new_climb(ok, bad, taken)  # every other restart: a random route
             if start is not None:
-                self._climb = {start}
-                self._centre = None
                 return start
         else:
             return None
@@ -327,6 +323,13 @@ class HybridStrategy(BoStrategy):
         if self._climb:
             self._climb.add(choice)
         return choice
+
+    def _new_climb(self, ok: list, bad: list, taken: set) -> tuple[int, ...] | None:
+        """A climb from a random start (:meth:`_random_start`): its first route, or ``None``."""
+        start = self._random_start(ok, bad, taken)
+        if start is not None:
+            self._climb, self._centre = {start}, None
+        return start
 
     def _random_start(self, ok: list, bad: list, taken: set) -> tuple[int, ...] | None:
         """A random route likely to build, ``restart_distance`` knobs or more from every
