@@ -184,17 +184,14 @@ class FaultyBackend(Backend):
         shutil.copy2(model, artifact)
         threads = route.get("-ort:threads", "0")
         sleep = route.get("-fault:sleep_ms", "0")
-        call = route.get("-fault:call_ms", "0")
-        first = route.get("-fault:first_ms", "0")
+        # knobs that leave the route and the runtime config as before where they are 0
+        extra = {k: v for k in ("call_ms", "first_ms") if (v := route.get(f"-fault:{k}", "0")) != "0"}
         tie = route.get("-fault:tie")
         return BuildResult(
             artifact=artifact,
             effective_route=f"-fault:mode={mode} -ort:threads={threads} -fault:sleep_ms={sleep}"
-            + (f" -fault:call_ms={call}" if call != "0" else "")
-            + (f" -fault:first_ms={first}" if first != "0" else ""),
-            info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep,
-                                     **({"call_ms": call} if call != "0" else {}),
-                                     **({"first_ms": first} if first != "0" else {}),
+            + "".join(f" -fault:{k}={v}" for k, v in extra.items()),
+            info={"runtime_config": {"threads": threads, "mode": mode, "sleep_ms": sleep, **extra,
                                      **({"tie": tie} if tie is not None else {})}},
         )
 
