@@ -122,7 +122,9 @@ def test_first_calls_run_beside_each_other_and_the_device_is_held_alone_for_the_
 
     hold, first = tmp_path / "go", tmp_path / "first"
     study = tmp_path / "s"
-    args = _faulty_tune(study, monkeypatch, "on", "-fault:first_ms=1500 -fault:sleep_ms=[100|200|300]", 3,
+    # a build slot for each of the four candidates: with three, the three held builds could take
+    # every slot before the default (seen under load: the default waited 120 s behind them)
+    args = _faulty_tune(study, monkeypatch, "on", "-fault:first_ms=1500 -fault:sleep_ms=[100|200|300]", 4,
                         "--backend-option", f"hold_builds={hold}", "--backend-option",
                         f"hold_first_calls={first}", "--revalidate-top-k", "0")
     threading.Thread(target=_release_when_default_measured, args=(study, hold, first), daemon=True).start()
