@@ -135,7 +135,29 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=No
         "speedup": (won.speedup if won.significant else won.best_speedup) if won is not None else None,
         "screen_s": screen_s, "wall_s": time.perf_counter() - t0,
         "round_times": round_times(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}", since=began),
+        "method": won.method if won is not None else "",
+        "ci": list(won.best_ci or won.ci or ()) if won is not None else None,
+        "projected_rounds": won.projected_rounds if won is not None else None,
+        "round_medians": round_medians(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}"),
     }
+
+
+def round_medians(root: Path) -> dict[str, dict[str, float]]:
+    """Each re-validation round's per-process median (ms) by route number, from the rounds'
+    ``result.json`` files (``revalidation/rR_NNNNN``): what an undecided study's interval rests on."""
+    import re
+    import statistics
+
+    out: dict[str, dict[str, float]] = {}
+    for path in sorted((root / "revalidation").glob("r*_*/result.json")):
+        m = re.fullmatch(r"r(\d+)_(\d+)", path.parent.name)
+        try:
+            samples = json.loads(path.read_text(encoding="utf-8")).get("samples_ms") or []
+        except (OSError, ValueError):
+            continue
+        if m and samples:
+            out.setdefault(m.group(1), {})[str(int(m.group(2)))] = round(statistics.median(samples), 4)
+    return out
 
 
 def rounds_ahead(cfg, prefixed, records) -> None:

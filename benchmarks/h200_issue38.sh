@@ -25,6 +25,9 @@ DATA="$W/resnet50.npz"
 [ -f "$DATA" ] || $PY -c "import sys; sys.path.insert(0, 'benchmarks'); import torchvision_models as m; m.write_dataset('$DATA', 'resnet50')"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu_$1.csv" 2>&1 || true
 lscpu > "$OUT/lscpu.txt" 2>&1 || true
+# the device image writes no bytecode (PYTHONDONTWRITEBYTECODE): fill the cache once, as an installed
+# torch has it, so that a study's first processes do not compile torch's sources (16.8 s, not 4.4 s)
+$PY -c "import time; t = time.time(); import torch, torchvision, torch._inductor.compile_fx, torch._dynamo; print(f'bytecode warm-up: {time.time() - t:.1f} s')" | tee "$OUT/warmup_$1.txt" || true
 case "$1" in
   aa)
     $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/aa" --model "$MODEL" --dataset "$DATA" \
