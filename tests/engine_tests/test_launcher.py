@@ -222,3 +222,18 @@ def test_prestart_readies_the_launcher_the_first_candidate_then_uses(tmp_path, f
     assert _wait_for(lambda: launcher._shared is not None, 120)  # noqa: SLF001
     started = launcher.shared().pid
     assert _report(tmp_path, "first")["ppid"] == started
+
+
+def test_a_closed_launcher_leaves_without_the_interpreter_teardown(tmp_path, monkeypatch):
+    """Once closed, the launcher kills its children and exits at once (``os._exit``), not through
+    the interpreter's teardown: with torch imported that teardown took about 1 s, which a
+    finishing study waited for in ``close``. A preloaded module's exit handler shows which."""
+    marker = tmp_path / "teardown_ran"
+    (tmp_path / "probe_at_exit.py").write_text(
+        f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).write_text, 'ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    server = launcher.Launcher(preload=("probe_at_exit",), kind="cpu")
+    assert server.alive()
+    server.close()
+    assert server.proc.returncode == 0
+    assert not marker.exists()

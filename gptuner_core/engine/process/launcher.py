@@ -128,8 +128,10 @@ class Launcher:
         # Inductor compile-worker pool in it (each child reads its own setting again)
         extra = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"} \
             if kind == "torch" else {}
-        code = ("import json, sys; c = json.loads(sys.argv[1]); sys.path[:] = c['sys_path']; "
-                "from gptuner_core.engine.process.launcher_main import serve; serve(c)")
+        # once it has served (its children killed and reaped), it leaves without the interpreter's
+        # teardown: with torch imported that took about 1 s, which the caller's close waits for
+        code = ("import json, os, sys; c = json.loads(sys.argv[1]); sys.path[:] = c['sys_path']; "
+                "from gptuner_core.engine.process.launcher_main import serve; serve(c); os._exit(0)")
         flags = subprocess._args_from_interpreter_flags()  # noqa: SLF001 - as multiprocessing does
         try:
             self.proc = subprocess.Popen(
