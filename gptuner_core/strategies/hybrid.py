@@ -26,6 +26,9 @@ own (sampled pool, feasibility constraint, acquisition portfolio); the others ar
   has ``read_only=1, use_shmem=1`` and each switch alone is slower, so climbs that start
   elsewhere stay at 67.7 %.
 
+With ``pair_moves`` (the default) a local move may also move two numeric knobs one value each,
+competing as one more knob (``_moves.py``: a faster route that no one-off move reaches).
+
 After ``stall`` routes without a faster one (a seed stuck in a basin), every other proposal is
 a global one until a faster route is found (on convolution A100 the worst of 10 seeds at 200
 builds went from 67.7 % to 88.6 % of the optimum), and a centre is finished after
@@ -43,6 +46,9 @@ from typing import Any
 
 from gptuner_core.strategies._base import Proposal
 from gptuner_core.strategies._base import StrategyOption
+from gptuner_core.strategies._moves import OPTIONS as MOVES
+from gptuner_core.strategies._moves import PairMoves
+from gptuner_core.strategies._moves import untaken as _untaken
 from gptuner_core.strategies.bo import BoStrategy
 
 
@@ -116,6 +122,7 @@ class HybridStrategy(BoStrategy):
             "knobs (unless it is faster)",
             default=3, type=int,
         ),
+        **MOVES,
     }
 
     def __init__(self, space, **kw) -> None:  # type: ignore[no-untyped-def]
@@ -139,6 +146,7 @@ class HybridStrategy(BoStrategy):
         self._p_build_local = 1.0
         self._stuck = False
         self._failed_starts = 0
+        self._pairs = PairMoves(self)  # two numeric knobs moved one value each (pair_moves)
 
     def _turn(self) -> int:
         """bo's acquisition turns count only the global proposals (with a prior: all of them)."""
@@ -304,7 +312,9 @@ class HybridStrategy(BoStrategy):
                 patience = self.opts["stall_patience"]
             if len(one) and self._tries.get(centre, 0) < patience:
                 pool = np.vstack([one, far]) if len(far) and self.opts["reach"] > 1 else one
+                pool = self._pairs.pool(pool, centre, taken)
                 turn = self._knobs_in_turn(pool, centre, taken)
+                turn = self._pairs.turns(turn, pool, centre, taken)  # pair_moves: one more knob
                 choice = self._rank(pool, ok, y, bad, float(y[at]), turn)
                 if choice is not None:
                     break
@@ -385,13 +395,3 @@ class HybridStrategy(BoStrategy):
         at = int(np.argmax(score))
         self._p_build_local = float(feasible[at])
         return tuple(int(j) for j in pool[at])
-
-
-def _untaken(rows: Any, taken: set) -> Any:
-    """``rows`` without repeats and without the routes in ``taken``."""
-    import numpy as np
-
-    if not len(rows):
-        return rows
-    rows = np.unique(rows, axis=0)
-    return rows[[tuple(int(j) for j in r) not in taken for r in rows]]

@@ -135,14 +135,15 @@ def test_local_moves_take_the_knobs_in_turn():
     """Around a centre, the next local move changes a knob with the fewest of that centre's
     neighbours tried so far (every route of this space builds, so every knob's moves are likely
     to): a 16-valued knob does not take one turn after another while a two-valued one waits (on
-    convolution A6000 a climb spent 20 builds across block_size_x)."""
+    convolution A6000 a climb spent 20 builds across block_size_x). The one-off moves alone:
+    the pair moves take their turn as one more knob (``_moves.py``, tested below)."""
     from tests.strategies_tests.test_bo import block_recording
 
     rec = block_recording()
     sizes = {name: len(values) for name, values in
              ((t.name, t.values) for t in rec.expression.terms)}
     for seed in range(3):
-        run = simulate("hybrid", rec, 80, seed=seed, budget_fraction=0.0)
+        run = simulate("hybrid", rec, 80, seed=seed, budget_fraction=0.0, pair_moves=False)
         seen: list[dict[str, str]] = []
         local = 0
         for step in run.trace:
@@ -213,13 +214,14 @@ def stride_space() -> Recording:
 def test_a_move_unlikely_to_build_is_repaired_by_a_switch():
     """Issue 40: a one-off move judged unlikely to build (``tile=1`` from a centre with
     ``stride=1``) also competes with one switch flipped (``tile=1, stride=0``), which builds; as
-    the move of the knob whose turn it is. With ``repair=False`` every local move is one-off."""
+    the move of the knob whose turn it is. With ``repair=False`` every local move is one-off.
+    (The pair moves, which also change two knobs, are off here: tested on their own below.)"""
     rec = stride_space()
 
     def moves(**opts: object) -> list[set[str]]:
         out = []
         for seed in range(3):
-            run = simulate("hybrid", rec, 60, seed=seed, budget_fraction=0.0, **opts)
+            run = simulate("hybrid", rec, 60, seed=seed, budget_fraction=0.0, pair_moves=False, **opts)
             for step in run.trace:
                 if step.info.get("phase") == "local":
                     a = dict(Route.parse(step.route).assignments)
@@ -282,3 +284,42 @@ def test_a_random_restart_starts_in_the_switch_combination_tried_least():
         assert tried.get(key, 0) == min(tried.get(k, 0) for k in alive)
     plain = restarts(restart_strata=False)
     assert any(tried.get(key, 0) > min(tried.get(k, 0) for k in tried) for key, tried, _ in plain)
+
+
+def ridge_space() -> Recording:
+    """Fast routes only on the line ``x + y = 11`` (1.0 at x=9, y=2, slower by 0.1 a step along
+    the line); off it 2.0 and more. From a route on the line every one-off move of ``x`` or ``y``
+    leaves it, so a climb along it needs both moved one value each (on convolution A100
+    ``tile_size_x`` 2 -> 1 with ``tile_size_y`` 4 -> 3)."""
+    knobs = {"-t:x": [str(v) for v in range(12)], "-t:y": [str(v) for v in range(12)],
+             "-t:z": [str(v) for v in range(8)]}
+
+    def outcome(_: int, values: tuple[str, ...]) -> float:
+        x, y, z = (int(v) for v in values)
+        if x + y != 11:
+            return 2.0 + 0.1 * abs(x + y - 11) + 0.02 * abs(z - 5)
+        return 1.0 + 0.1 * abs(x - 9) + 0.02 * abs(z - 5)
+    return synthetic_recording(knobs, outcome)
+
+
+def test_pair_moves_climb_where_no_one_off_move_is_faster():
+    """Issue 40 item 3: with ``pair_moves`` (the default) a local move may move two numeric knobs
+    one value each (taking turns with the knobs as one more knob); along the ridge that finds
+    the optimum in 80 builds on every seed here, the one-off climb on two of eight."""
+    rec = ridge_space()
+
+    def runs(**opts: object) -> list:
+        return [simulate("hybrid", rec, 80, seed=s, budget_fraction=0.0, **opts) for s in range(8)]
+
+    paired = runs(pair_moves=True)
+    assert all(r.found_optimum_fraction == 1.0 for r in paired)
+    steps = []
+    for run in paired:
+        for step in run.trace:
+            if step.info.get("phase") == "local":
+                a = dict(Route.parse(step.route).assignments)
+                c = dict(Route.parse(step.info["centre"]).assignments)
+                steps.append(sorted(abs(int(a[k]) - int(c[k])) for k in a if a[k] != c[k]))
+    assert [1, 1] in steps  # the pair moves: two knobs, one value each
+    assert all(len(s) == 1 or s == [1, 1] for s in steps)
+    assert sum(r.found_optimum_fraction == 1.0 for r in runs(pair_moves=False)) <= 4
