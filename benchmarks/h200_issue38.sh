@@ -5,8 +5,9 @@
 #                                      12-round budget (item 4; freezing screened 1.09x on the H100)
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
 #   benchmarks/h200_issue38.sh rounds  ConvNeXt-Tiny and ResNet-50 twice: round processes loading one per
-#                                      build core (the tuner's rule), then one per physical build core
-#                                      (GS_ROUND_LOADS=physical; item 2, ConvNeXt's round 0)
+#                                      build core (the tuner's rule), then LOADS at once (default 4;
+#                                      "physical": one per physical build core, the same as the rule on
+#                                      the lent H100s, which have no hyperthreads; item 2, round 0)
 # Output (tables, JSON lines) goes to $OUT (default /tmp/h200_out). Each stage stops starting new
 # studies after BUDGET seconds (default 480). aa and effect run REPEATS studies (10) numbered from
 # FIRST (0): a second call with FIRST=6 REPEATS=4 continues a first one that ran 6 (the effect's
@@ -41,8 +42,9 @@ case "$1" in
   studies)
     $PY benchmarks/gpu_study.py --dir "$W/gs" --build-workers 7 --json "$OUT/gs.jsonl" \
       --plan "${PLAN:-resnet50:new,vit_b_16:new,convnext_tiny:new}" 2>&1 | tee "$OUT/gs.txt" ;;
-  rounds)  # how many round processes load at once: the tuner's rule, then one per physical build core
-    for loads in "" physical; do
+  rounds)  # how many round processes load at once: the tuner's rule, then LOADS (session 47: ConvNeXt's
+    # 15 loads finished in round order 1.2 s apart, a queue that fewer loads at once may shorten for round 0)
+    for loads in "" "${LOADS:-4}"; do
       GS_ROUND_LOADS=$loads $PY benchmarks/gpu_study.py --dir "$W/gr${loads}" --build-workers 7 \
         --json "$OUT/gr.jsonl" --plan "${PLAN:-convnext_tiny:new,resnet50:new}" 2>&1 | tee -a "$OUT/gr.txt"
     done ;;
