@@ -82,12 +82,19 @@ class PairMoves:
     def __init__(self, strategy: Any) -> None:
         self.on = bool(strategy.opts["pair_moves"])
         self.orders = value_orders(strategy.space.terms, strategy._var) if self.on else []
+        self._last: tuple[tuple[int, ...] | None, Any] = (None, None)  # a centre and its pair moves
+
+    def _around(self, centre: tuple[int, ...]) -> Any:
+        """:func:`adjacent_pairs` of ``centre``, computed once for a local turn's two calls."""
+        if self._last[0] != centre:
+            self._last = (centre, adjacent_pairs(centre, self.orders))
+        return self._last[1]
 
     def pool(self, pool: Any, centre: tuple[int, ...], taken: set) -> Any:
         """A local turn's ``pool`` and the centre's untried pair moves."""
         import numpy as np
 
-        pairs = untaken(adjacent_pairs(centre, self.orders), taken) if self.on else pool[:0]
+        pairs = untaken(self._around(centre), taken) if self.on else pool[:0]
         return np.vstack([pool, pairs]) if len(pairs) else pool
 
     def turns(self, turn: Any, pool: Any, centre: tuple[int, ...], taken: set) -> Any:
@@ -97,9 +104,9 @@ class PairMoves:
 
         if not self.on:
             return turn
-        near = {tuple(int(j) for j in r) for r in adjacent_pairs(centre, self.orders)}
+        near = {tuple(int(j) for j in r) for r in self._around(centre)}
         mine = np.array([tuple(int(j) for j in r) in near for r in pool])
         if mine.any():
             turn = turn.copy()
-            turn[mine] = sum(1 for t in taken if t in near)
+            turn[mine] = len(near & taken)
         return turn
