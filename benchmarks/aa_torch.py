@@ -138,26 +138,25 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=No
         "method": won.method if won is not None else "",
         "ci": list(won.best_ci or won.ci or ()) if won is not None else None,
         "projected_rounds": won.projected_rounds if won is not None else None,
-        "round_medians": round_medians(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}"),
+        "round_medians": round_medians(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}",
+                                       set(range(len(routes)))),
     }
 
 
-def round_medians(root: Path) -> dict[str, dict[str, float]]:
-    """Each re-validation round's per-process median (ms) by route number, from the rounds'
-    ``result.json`` files (``revalidation/rR_NNNNN``): what an undecided study's interval rests on."""
-    import re
+def round_medians(root: Path, numbers: set[int]) -> dict[str, dict[str, float]]:
+    """Each re-validation round's per-process median (ms) by route number (``numbers``), from the
+    rounds' samples as a bundle reads them (``revalidation/rR_NNNNN``): what an undecided study's
+    interval rests on."""
     import statistics
 
+    from gptuner_core.bundle.write import _round_samples
+
     out: dict[str, dict[str, float]] = {}
-    for path in sorted((root / "revalidation").glob("r*_*/result.json")):
-        m = re.fullmatch(r"r(\d+)_(\d+)", path.parent.name)
-        try:
-            samples = json.loads(path.read_text(encoding="utf-8")).get("samples_ms") or []
-        except (OSError, ValueError):
-            continue
-        if m and samples:
-            out.setdefault(m.group(1), {})[str(int(m.group(2)))] = round(statistics.median(samples), 4)
-    return out
+    for number, rounds in sorted(_round_samples(root, numbers).items(), key=lambda kv: int(kv[0])):
+        for rnd, samples in rounds.items():
+            if samples:
+                out.setdefault(rnd.removeprefix("r"), {})[number] = round(statistics.median(samples), 4)
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
 def rounds_ahead(cfg, prefixed, records) -> None:
