@@ -176,7 +176,16 @@ def timeline(study: Path, start: float, recs) -> dict:
                          if x.startswith(STEPS)), "")
             if line and log.parent.name in out:
                 out[log.parent.name].append(["steps", json.loads(line[len(STEPS):])])
+    for log in sorted((study / "revalidation").glob(f"*/{LOG}")):  # a round's load, in steps (reload.py)
+        with contextlib.suppress(OSError, ValueError):
+            line = next((x for x in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                         if x.startswith(LOADED) and " s ({" in x), "")
+            if line and log.parent.name in out:
+                out[log.parent.name].append(["load", json.loads(line[line.index(" s ({") + 4:-1])])
     return out
+
+
+LOADED = "torch backend: loaded "  # reload.compiled_for's line in a process's log
 
 
 def summary(mode: str, study: Path, wall: float, busy, start: float, end: float, workers: int = 1) -> dict:

@@ -47,6 +47,10 @@ case "$1" in
     for loads in "" "${LOADS:-4}"; do
       GS_ROUND_LOADS=$loads $PY benchmarks/gpu_study.py --dir "$W/gr${loads}" --build-workers 7 \
         --json "$OUT/gr.jsonl" --plan "${PLAN:-convnext_tiny:new,resnet50:new}" 2>&1 | tee -a "$OUT/gr.txt"
-    done ;;
+    done
+    # one load of the default's and of the fp16 finalist's round-0 route again, alone, under cProfile
+    # (without and with the keys the fork server computes): where a load's seconds go
+    $PY benchmarks/load_profile.py --study "$(ls -d "$W"/gr/*_new | head -1)" --folders r0_00000,r0_00005 \
+      --out "$OUT/load_profile.txt" 2>&1 | tee -a "$OUT/gr.txt" || true ;;
   *) echo "usage: $0 aa|effect|studies|rounds" >&2; exit 2 ;;
 esac

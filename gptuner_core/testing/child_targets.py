@@ -38,6 +38,10 @@ def report(job: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> 
         "modules": sorted(m for m in job.get("modules", ()) if m in sys.modules),
         "cuda_initialized": bool("torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()),
     }
+    if job.get("primed"):  # the Inductor keys the torch fork server computes before forking
+        from gptuner_core.backends.torch_inductor.prime import primed
+
+        seen["primed"] = primed()
     if job.get("import"):
         seen["imported"] = getattr(importlib.import_module(job["import"]), "VALUE", None)
     STATE = f"set by {os.getpid()}"

@@ -34,7 +34,7 @@ def _module_of(path: Path) -> str:
 @pytest.mark.slow
 def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(tmp_path, fresh_launcher):
     job = {"backend": "torch", "backend_options": {"device": "cuda:0"}, "model": f"{MODEL}:factory",
-           "modules": ["torch", "torch._inductor.compile_fx", _module_of(MODEL)]}
+           "modules": ["torch", "torch._inductor.compile_fx", _module_of(MODEL)], "primed": True}
     out = run_isolated(REPORT, job, tmp_path / "a", timeouts=TIMEOUTS)
     assert out.status == "ok", out.error
     server = launcher.shared("torch")
@@ -43,6 +43,8 @@ def test_torch_jobs_fork_from_a_launcher_holding_torch_and_the_model_never_cuda(
     # imported before the fork: torch, Inductor and the user's model module; CUDA never
     assert seen["modules"] == sorted(job["modules"])
     assert seen["cuda_initialized"] is False
+    # the keys every compile hashes first (torch's and Triton's sources) come computed
+    assert seen["primed"] == {"torch_key": True, "triton_key": True}
     assert len(os.listdir(f"/proc/{server.pid}/task")) == 1
     assert "libcuda" not in Path(f"/proc/{server.pid}/maps").read_text()
     # a second child is forked fresh from the same server; a CPU-only job from the cpu launcher

@@ -12,7 +12,8 @@ Rules, checked before **every** fork (a refused fork makes the caller use spawn)
   thread in it).
 
 A ``torch`` launcher (the fork server of CUDA backends: torch on a GPU) preloads torch, Inductor
-and the torch backend (:data:`TORCH_PRELOAD`) and, on request, the user's model module (imported,
+and the torch backend (:data:`TORCH_PRELOAD`), computes the keys every compile hashes first
+(``backends.torch_inductor.prime``) and, on request, the user's model module (imported,
 its factory not called). It may hold torch but never CUDA: before every fork
 ``torch.cuda.is_initialized()`` must be false; each child initialises CUDA itself. The preload stops at the first module after which
 the launcher is unsafe (a thread, CUDA) and says which (``unsafe_after``): the caller starts a
@@ -56,6 +57,7 @@ TORCH_PRELOAD = (
     "gptuner_core.engine.process.child", "gptuner_core.measurement", "gptuner_core.routes",
     "gptuner_core.backends.torch_inductor.backend", "gptuner_core.backends.torch_inductor.build",
     "gptuner_core.backends.torch_inductor.reload", "gptuner_core.backends.torch_inductor.runner",
+    "gptuner_core.backends.torch_inductor.prime:prime_caches",  # keys each compile hashes first
 )
 #: never in the launcher: they initialise CUDA or start threads when imported
 FORBIDDEN = ("torch", "tensorrt", "cuda", "pycuda", "cupy", "jax", "tensorflow", "onnxruntime")
@@ -194,8 +196,9 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _preload(names: list[str], parent_pid: int, kind: str) -> str:
-    """Import ``names``, stopping at the first that makes a fork unsafe (returned: the caller
-    retries with the modules before it; "" when all are safe). A caller killed meanwhile
+    """Import ``names`` (``module:function``: import, then call it), stopping at the first that
+    makes a fork unsafe (returned: the caller retries with the names before it; "" when all are
+    safe). A caller killed meanwhile
     (imports take seconds on a busy machine) ends the launcher at once, not after them: a
     watcher thread, joined before the first fork (a fork needs exactly one thread)."""
     import threading
@@ -211,9 +214,12 @@ def _preload(names: list[str], parent_pid: int, kind: str) -> str:
     watcher.start()
     try:
         with nvml_elsewhere() as patch_nvml:
-            for name in names:
+            for name in names:  # a module, or "module:function" to import and call
+                module, _, call = name.partition(":")
                 with contextlib.suppress(Exception):  # a child imports what the launcher could not
-                    importlib.import_module(name)
+                    loaded = importlib.import_module(module)
+                    if call:
+                        getattr(loaded, call)()
                 if kind == "torch":
                     patch_nvml()  # from the moment torch.cuda exists
                 if unsafe_reason(kind, own_threads=1):

@@ -1,0 +1,110 @@
+"""Where a re-validation round's process spends its load: cProfile of one load from the cache.
+
+Issue 38, item 2: a round's process loads its route ahead of its turn (``Backend.load_ahead``:
+Dynamo traces the model again, Inductor finds the graph in its cache, the kernels are loaded).
+On the H100, ConvNeXt-Tiny's loads took 13.5-27.5 s each with 15 side by side (ResNet-50's
+4-9 s), where a fresh process took about 6 s alone. This script loads the route of a finished
+study's round folder (``revalidation/rR_NNNNN``) again in a fresh process, after the torch fork
+server's preload (torch, Inductor, the backend, the model's module; with ``--primed`` also the
+keys the fork server computes, ``backends.torch_inductor.prime``), and prints the load's steps
+(``load_stats``) and cProfile's top functions by cumulative and own time.
+
+    python3 benchmarks/load_profile.py --study /tmp/h200_issue38/gr/02_convnext_tiny_new --out prof.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child(folder: Path, primed: bool, top: int) -> None:
+    """In this fresh process: the fork server's preload, untimed, then the load under cProfile."""
+    import cProfile
+    import importlib
+    import io
+    import pstats
+
+    from gptuner_core.engine.process.launcher_main import TORCH_PRELOAD
+
+    t0 = time.perf_counter()
+    for name in TORCH_PRELOAD:
+        module, _, call = name.partition(":")
+        if call and not primed:
+            continue
+        loaded = importlib.import_module(module)
+        if call:
+            getattr(loaded, call)()
+    from gptuner_core.backends import BuildResult
+    from gptuner_core.backends import load_backend
+    from gptuner_core.backends.torch_inductor.model import warm_import
+    from gptuner_core.records import ChildJob
+
+    job = ChildJob.from_json(json.loads((folder / "job.json").read_text(encoding="utf-8")))
+    warm_import(job.model)
+    backend = load_backend(job.backend, job.backend_options)
+    build = BuildResult(artifact=Path(str(job.artifact)), effective_route=job.effective_route or job.route,
+                        info=job.info)
+    preload_s = time.perf_counter() - t0
+    prof = cProfile.Profile()
+    t1 = time.perf_counter()
+    prof.enable()
+    runner = backend.load_ahead(build)
+    prof.disable()
+    load_s = time.perf_counter() - t1
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top // 2)
+    print(json.dumps({"folder": folder.name, "route": job.route, "primed": primed,
+                      "preload_s": round(preload_s, 3), "load_s": round(load_s, 3),
+                      "load_stats": getattr(getattr(runner, "compiled", None), "load_stats", {})}))
+    print(out.getvalue())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--study", type=Path, help="a finished torch study folder with revalidation/")
+    ap.add_argument("--folders", default="r0_",
+                    help="comma-separated starts of round folder names (default r0_: round 0's)")
+    ap.add_argument("--limit", type=int, default=2, help="profile at most this many folders (default 2)")
+    ap.add_argument("--top", type=int, default=50)
+    ap.add_argument("--out", type=Path, default=Path("load_profile.txt"))
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--primed", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args.child, args.primed, args.top)
+        return 0
+    if args.study is None or not (args.study / "revalidation").is_dir():
+        print(f"load_profile: --study must be a study folder with revalidation/ (found {args.study})",
+              file=sys.stderr)
+        return 2
+    folders = sorted(p for p in (args.study / "revalidation").iterdir()
+                     if p.name.startswith(tuple(args.folders.split(","))) and (p / "job.json").is_file()
+                     )[: args.limit]
+    env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+           "PYTHONPATH": str(REPO)}
+    with args.out.open("w", encoding="utf-8") as fh:
+        for folder in folders:
+            for primed in (False, True):
+                cmd = [sys.executable, __file__, "--child", str(folder), "--top", str(args.top)]
+                done = subprocess.run(cmd + (["--primed"] if primed else []), env=env, capture_output=True,
+                                      text=True, check=False)
+                fh.write(f"=== {folder.name} primed={primed} rc={done.returncode}\n{done.stdout}\n")
+                fh.write("".join(line + "\n" for line in done.stderr.splitlines()[-20:]))
+                print(done.stdout.splitlines()[0] if done.stdout else f"{folder.name}: rc {done.returncode}",
+                      flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
