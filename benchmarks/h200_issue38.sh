@@ -49,8 +49,9 @@ case "$1" in
         --json "$OUT/gr.jsonl" --plan "${PLAN:-convnext_tiny:new,resnet50:new}" 2>&1 | tee -a "$OUT/gr.txt"
     done
     # one load of the default's and of the fp16 finalist's round-0 route again, alone, under cProfile
-    # (without and with the keys the fork server computes): where a load's seconds go
-    $PY benchmarks/load_profile.py --study "$(ls -d "$W"/gr/*_new | head -1)" --folders r0_00000,r0_00005 \
+    # (without and with the keys the fork server computes), then in 1, 4 and 12 processes at once:
+    # where a load's seconds go, and whether loads side by side wait for something they share
+    $PY benchmarks/load_profile.py --study "$(ls -d "$W"/gr/*_new | head -1)" --folders r0_00000,r0_00005 --parallel 1,4,12 \
       --out "$OUT/load_profile.txt" 2>&1 | tee -a "$OUT/gr.txt" || true ;;
   *) echo "usage: $0 aa|effect|studies|rounds" >&2; exit 2 ;;
 esac

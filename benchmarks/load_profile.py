@@ -61,9 +61,10 @@ def child(folder: Path, primed: bool, top: int) -> None:
     prof.disable()
     load_s = time.perf_counter() - t1
     out = io.StringIO()
-    stats = pstats.Stats(prof, stream=out)
-    stats.sort_stats("cumulative").print_stats(top)
-    stats.sort_stats("tottime").print_stats(top // 2)
+    if top:
+        stats = pstats.Stats(prof, stream=out)
+        stats.sort_stats("cumulative").print_stats(top)
+        stats.sort_stats("tottime").print_stats(top // 2)
     print(json.dumps({"folder": folder.name, "route": job.route, "primed": primed,
                       "preload_s": round(preload_s, 3), "load_s": round(load_s, 3),
                       "load_stats": getattr(getattr(runner, "compiled", None), "load_stats", {})}))
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=2, help="profile at most this many folders (default 2)")
     ap.add_argument("--top", type=int, default=50)
     ap.add_argument("--out", type=Path, default=Path("load_profile.txt"))
+    ap.add_argument("--parallel", default="",
+                    help="also load the first folder's route in N fresh processes at once, for each N of "
+                         "this comma-separated list (say 1,4,12): each load's steps, side by side")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--primed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -103,7 +107,28 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write("".join(line + "\n" for line in done.stderr.splitlines()[-20:]))
                 print(done.stdout.splitlines()[0] if done.stdout else f"{folder.name}: rc {done.returncode}",
                       flush=True)
+        for n in [int(x) for x in args.parallel.split(",") if x.strip()][: 8] if folders else []:
+            fh.write(side_by_side(folders[0], n, env) + "\n")
     return 0
+
+
+def side_by_side(folder: Path, n: int, env: dict[str, str]) -> str:
+    """``n`` fresh processes load ``folder``'s route at once (primed, unprofiled: --top 0): each
+    one's load seconds and steps. A load that takes longer with more beside it, on a machine with a
+    core for each, waits for something they share (the driver, the disk), not for the CPU."""
+    cmd = [sys.executable, __file__, "--child", str(folder), "--top", "0", "--primed"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for _ in range(n)]
+    rows = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        line = next((x for x in out.splitlines() if x.startswith("{")), "")
+        rows.append(json.loads(line) if line else {"rc": proc.returncode})
+    steps = [{k: r.get("load_stats", {}).get(k) for k in ("seconds", "model_s", "context_s", "compile_s")}
+             for r in rows]
+    text = json.dumps({"folder": folder.name, "side_by_side": n, "loads": steps})
+    print(text, flush=True)
+    return text
 
 
 if __name__ == "__main__":
