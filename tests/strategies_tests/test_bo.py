@@ -92,6 +92,19 @@ def test_warm_start_prior_is_used_as_a_model(rec):
     assert failed_share(res) < failed_share(cold)
 
 
+def test_a_prior_teaches_where_routes_fail_even_when_its_latencies_do_not_transfer(rec):
+    """Another GPU's recording with the same infeasible region but unrelated latencies: what
+    failed or was infeasible there is not built here (issue 40 item 4), where a cold run spends
+    an eighth of its builds on failures."""
+    source = recording(scramble_except=set())
+    prior = load_prior([source], rec.expression)
+    for seed in range(3):
+        warm = simulate("bo", rec, 30, seed=seed, budget_fraction=0.0, prior=prior)
+        cold = simulate("bo", rec, 30, seed=seed, budget_fraction=0.0)
+        assert failed_share(warm) == 0.0, [s.route for s in warm.trace if s.state != "COMPLETE"]
+        assert failed_share(cold) >= 0.1
+
+
 def test_the_harness_is_honest(rec):
     """Proposals depend only on the results asked for: on a recording that agrees on the routes
     the run asked for but not elsewhere, the same seed asks the same routes in the same order."""
