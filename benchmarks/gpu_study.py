@@ -101,6 +101,7 @@ def _child(mode: str, workers: int, study: str, tune_args: list[str]) -> int:
 
     logging.basicConfig(level=logging.WARNING)
     _round_loads(os.environ.get(ROUND_LOADS, ""))
+    _load_threads(os.environ.get(LOAD_THREADS, ""))
     build_workers = 1 if mode == "old" else workers
     return main(["tune", *tune_args, "--build-workers", str(build_workers), "--study", study, "--quiet"])
 
@@ -124,6 +125,30 @@ def _round_loads(value: str) -> None:
         def room(cpus: tuple[int, ...]) -> int:
             return int(value)
     round_prefetch.room = room
+
+
+#: this benchmark's A/B of the threads a round's process builds its model on while loading ahead
+#: (issue 38 item 2): unset, the tuner's (one); ``default``, torch's default (one per core)
+LOAD_THREADS = "GS_LOAD_THREADS"
+
+
+def _load_threads(value: str) -> None:
+    """``default``: the torch fork server of this study runs :func:`factory_on_default_threads`
+    after its preload, so every round process it forks builds its model as before the change."""
+    if value != "default":
+        return
+    from gptuner_core.engine.process import launcher_main
+
+    preload, forbidden = launcher_main.KINDS["torch"]
+    launcher_main.KINDS["torch"] = ((*preload, "gpu_study:factory_on_default_threads"), forbidden)
+
+
+def factory_on_default_threads() -> None:
+    """In the fork server (``GS_LOAD_THREADS=default``): the model's factory keeps torch's
+    thread count in a process loading ahead."""
+    from gptuner_core.backends.torch_inductor import reload
+
+    reload._model_on_one_thread = lambda load_model, text: load_model(text)  # noqa: SLF001
 
 
 def fresh_folder(path: Path) -> Path:
@@ -328,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         if busy:
             busy.stop()
         row = {"model": model, "exit": code, "round_loads": os.environ.get(ROUND_LOADS, ""),
+               "load_threads": os.environ.get(LOAD_THREADS, "") or "one",
                **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1)}
         rows.append(row)
         _emit(row, args.json)

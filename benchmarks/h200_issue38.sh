@@ -4,6 +4,8 @@
 #   benchmarks/h200_issue38.sh effect  10 studies of a route about 10 % faster on ResNet-50, the tuner's
 #                                      12-round budget (item 4; freezing screened 1.09x on the H100)
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
+#   benchmarks/h200_issue38.sh threads ConvNeXt-Tiny and ResNet-50 with round processes building their
+#                                      model on torch's default threads, then on one (GS_LOAD_THREADS)
 #   benchmarks/h200_issue38.sh rounds  ConvNeXt-Tiny and ResNet-50 twice: round processes loading one per
 #                                      build core (the tuner's rule), then LOADS at once (default 4;
 #                                      "physical": one per physical build core, the same as the rule on
@@ -53,5 +55,12 @@ case "$1" in
     # where a load's seconds go, and whether loads side by side wait for something they share
     $PY benchmarks/load_profile.py --study "$(ls -d "$W"/gr/*_new | head -1)" --folders r0_00000,r0_00005 --parallel 1,4,12 \
       --out "$OUT/load_profile.txt" 2>&1 | tee -a "$OUT/gr.txt" || true ;;
-  *) echo "usage: $0 aa|effect|studies|rounds" >&2; exit 2 ;;
+  threads)  # round processes build their model on one thread while loading ahead (the tuner since
+    # session 49) against torch's default, one thread per core (session 49: ConvNeXt's factory took
+    # 0.3-0.5 s alone, 10-27 s in a study's 15 round processes loading at once)
+    for t in default ""; do
+      GS_LOAD_THREADS=$t $PY benchmarks/gpu_study.py --dir "$W/gt${t}" --build-workers 7 \
+        --json "$OUT/gt.jsonl" --plan "${PLAN:-convnext_tiny:new,resnet50:new}" 2>&1 | tee -a "$OUT/gt.txt"
+    done ;;
+  *) echo "usage: $0 aa|effect|studies|rounds|threads" >&2; exit 2 ;;
 esac
