@@ -127,8 +127,8 @@ def _round_loads(value: str) -> None:
     round_prefetch.room = room
 
 
-#: this benchmark's A/B of the threads a round's process builds its model on while loading ahead
-#: (issue 38 item 2): unset, the tuner's (one); ``default``, torch's default (one per core)
+#: this benchmark's A/B of the threads a build process and a round's process loading ahead build
+#: the model on (issue 38 item 2): unset, the tuner's (one); ``default``, torch's (one per core)
 LOAD_THREADS = "GS_LOAD_THREADS"
 
 
@@ -145,10 +145,10 @@ def _load_threads(value: str) -> None:
 
 def factory_on_default_threads() -> None:
     """In the fork server (``GS_LOAD_THREADS=default``): the model's factory keeps torch's
-    thread count in a process loading ahead."""
-    from gptuner_core.backends.torch_inductor import reload
+    thread count in a build process and in a round's process loading ahead."""
+    from gptuner_core.backends.torch_inductor import model
 
-    reload._model_on_one_thread = lambda load_model, text: load_model(text)  # noqa: SLF001
+    model.load_model_on_one_thread = model.load_model
 
 
 def fresh_folder(path: Path) -> Path:

@@ -225,11 +225,11 @@ class TorchInductorBackend(Backend):
         import torch
 
         from gptuner_core.backends.torch_inductor import build as B
-        from gptuner_core.backends.torch_inductor.model import load_model
+        from gptuner_core.backends.torch_inductor import model as M
 
         device = self.device()
         db = self.knob_database(torch.device(device).type)
-        loaded = load_model(model)
+        loaded = M.load_model_on_one_thread(model)  # builds run side by side, one per build core
         return B.build(
             loaded,
             db,
@@ -250,15 +250,16 @@ class TorchInductorBackend(Backend):
         return self._load(build, run=False)
 
     def _load(self, build: BuildResult, *, run: bool) -> TorchRunner:
-        from gptuner_core.backends.torch_inductor.model import load_model
+        from gptuner_core.backends.torch_inductor import model as M
         from gptuner_core.backends.torch_inductor.reload import compiled_for
         from gptuner_core.backends.torch_inductor.runner import TorchRunner
 
         # another process loads from the build's caches: compile workers (PyTorch's default, one
-        # per core) would only start up beside the measurement
+        # per core) would only start up beside the measurement; ahead of its turn, the model is
+        # built on one thread (round processes load side by side, one per build core)
         compiled = compiled_for(
-            build, self.knob_database, load_model, int(self.options["compile_threads"]) or 1,
-            run=run,
+            build, self.knob_database, M.load_model if run else M.load_model_on_one_thread,
+            int(self.options["compile_threads"]) or 1, run=run,
         )
         return TorchRunner(compiled)
 

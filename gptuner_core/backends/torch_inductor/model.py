@@ -269,3 +269,21 @@ def load_model(model: Path | str) -> LoadedModel:
         )
         raise BackendError(msg)
     return _load_factory(text)
+
+
+def load_model_on_one_thread(model: Path | str) -> LoadedModel:
+    """:func:`load_model` with torch on one intra-op thread, the count restored after. Build
+    processes and round processes loading ahead run side by side, one per build core
+    (``engine.scale``, ``engine.evaluate.round_prefetch``), each with torch's default of one
+    thread per core: on a 16-core H100 host ConvNeXt-Tiny's factory (random weights) took
+    0.3-0.5 s alone, 3.9-4.8 s with 4 fresh processes at once, 6.7-15.3 s with 12, and 10-27 s
+    in a study's 15 round processes (docs/benchmarks.md, issue 38). The weights do not depend
+    on the thread count; the build or measurement after it runs with the process's count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return load_model(model)
+    finally:
+        torch.set_num_threads(threads)

@@ -73,7 +73,7 @@ def compiled_for(
     _use_cache_dir(cache_dir)
     apply_precision_flags(precision, dev_type)
     t0, before = time.perf_counter(), counters_now()
-    loaded = _model_on_one_thread(load_model, info["model"]) if not run else load_model(info["model"])
+    loaded = load_model(info["model"])
     t_model = time.perf_counter()
     if torch.device(device).type == "cuda":  # the context alone (an allocation, no kernel)
         torch.empty(1, device=device)
@@ -105,19 +105,3 @@ def compiled_for(
     _COMPILED[key] = compiled
     return compiled
 
-
-def _model_on_one_thread(load_model: Any, text: str) -> Any:
-    """The model of a process loading ahead, built on one intra-op thread, the thread count
-    restored after. As many of these processes load side by side as there are build cores
-    (``engine.evaluate.round_prefetch``), each with torch's default of one thread per core: on a
-    16-core H100 host ConvNeXt-Tiny's factory (random weights) took 0.3-0.5 s alone, 3.9-4.8 s
-    with 4 fresh processes loading at once, 6.7-15.3 s with 12, and 10-27 s in a study's 15 round
-    processes (docs/benchmarks.md, issue 38). The weights do not depend on the thread count."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return load_model(text)
-    finally:
-        torch.set_num_threads(threads)
