@@ -125,6 +125,19 @@ def live_panel() -> None:
 
 live_panel()
 
+if not running and status in views.UNFINISHED:
+    seen = data.revision(study)
+
+    @st.fragment(run_every=3.0)
+    def follow_resume() -> None:
+        """A stopped study resumed without this page (a terminal's ``--continue``, another tab, or
+        a Resume whose rerun the browser never got, seen on a busy machine): its tuner runs or
+        its store changes, and the page follows."""
+        if is_running(study) or data.revision(study) != seen:
+            st.rerun(scope="app")
+
+    follow_resume()
+
 c1, c2 = st.columns(2)
 if running:
     if launch.stop_requested(study):
