@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gptuner_core.config import StudyConfig
-from gptuner_core.dashboard import launch
 from gptuner_core.engine.process.launch import is_running
 from gptuner_core.storage import open_store
 from tests.app_tests.conftest import open_page
-
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine_tests.conftest import make_tiny_model  # noqa: E402
+from tests.app_tests.live_study import launch_faulty
+from tests.app_tests.live_study import status as _status
+from tests.app_tests.live_study import wait as _wait
 
 
 pytestmark = pytest.mark.slow
-FAULTY = "gptuner_core.testing.faulty_backend:FaultyBackend"
-QUICK = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 40, "max_time_s": 0.3}
-
-
-def _wait(predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.3)
-    return False
-
-
-def _status(study: Path):
-    try:
-        with open_store(study, readonly=True) as store:
-            return store.get_meta("status"), len(store.candidates())
-    except Exception:  # noqa: BLE001 - not created yet
-        return None, 0
 
 
 def _live(ws: Path, monkeypatch) -> AppTest:
@@ -48,20 +24,10 @@ def _live(ws: Path, monkeypatch) -> AppTest:
 
 def test_stop_then_resume(tmp_path, monkeypatch):
     """Stop ends the run cleanly after the candidate in flight; Resume finishes it, nothing lost."""
-    import numpy as np
-
     ws = tmp_path / "ws"
     study = ws / "live"
-    model = make_tiny_model(tmp_path / "tiny.onnx")
-    np.savez(tmp_path / "ds.npz", x=np.zeros((8, 16), np.float32))
-    config = StudyConfig(
-        model=str(model), backend=FAULTY, search="full",
-        expression="-fault:sleep_ms=300 -fault:label=[a|b] -ort:threads=[0|1] -fault:mode=[none|build_error]",
-        dataset=str(tmp_path / "ds.npz"), batch_size=4, epsilon=1e-3, revalidate_top_k=0,
-        drift_every=0, measurement=dict(QUICK),
-    )
-    launch.launch(config, study)
-    assert _wait(lambda: _status(study)[1] >= 1), (study / "tuner.log").read_text()
+    launch_faulty(tmp_path, study, "-fault:sleep_ms=300 -fault:label=[a|b] -ort:threads=[0|1] "
+                  "-fault:mode=[none|build_error]")
 
     at = _live(ws, monkeypatch)
     stop = [b for b in at.button if b.key == "live_stop"]
