@@ -104,4 +104,3 @@ def compiled_for(
           f"{compiled.load_stats['seconds']} s ({json.dumps(compiled.load_stats)})", file=sys.stderr, flush=True)
     _COMPILED[key] = compiled
     return compiled
-
