@@ -124,6 +124,12 @@ class OptunaStrategy(Strategy):
         self._space_keys: set[str] = set()
         self._worst = 0.0
         self._retries = self.opts["max_retries"]
+        # a warm start's failed routes (and, from an exhaustive source, its absent ones) are
+        # proposed only when nothing else is left: another GPU's infeasible region
+        failed, ran = self.prior.failed_keys(self.key) if self.prior else (frozenset(), frozenset())
+        exhaustive = bool(self.prior and self.prior.exhaustive)
+        self._unlikely = lambda key: key in failed or (exhaustive and key not in ran)
+        self._later: list[Route] = []  # fallback routes put off as unlikely
 
     # -- subclass hook ---------------------------------------------------------------------
     def make_sampler(self) -> Any:
@@ -235,7 +241,7 @@ class OptunaStrategy(Strategy):
         known = self.by_key(history)
         if self._fast is not None:
             for route in self._fast:
-                if self.key(route) not in seen:
+                if self.key(route) not in seen and not self._unlikely(self.key(route)):
                     self._own += 1
                     return Proposal(route=route, info={"search": self.name, "startup": "fast"})
             self._fast = None
@@ -250,7 +256,7 @@ class OptunaStrategy(Strategy):
             trial = self.study.ask(self._dists)
             route = self.route_of(trial.params)
             key = self.key(route)
-            if key not in seen:
+            if key not in seen and not self._unlikely(key):
                 self._pending[key] = trial
                 self._own += 1
                 if attempt == 0:
@@ -267,6 +273,15 @@ class OptunaStrategy(Strategy):
         self._retries = max(1, self._retries // 4)
         for index in self._fallback:
             route = self.space.route_at("full", index)
+            key = self.key(route)
+            if key in seen:
+                continue
+            if self._unlikely(key):  # the source's failures last
+                self._later.append(route)
+                continue
+            self._own += 1
+            return Proposal(route=route, info={"search": self.name, "fallback": "random"})
+        for route in self._later:
             if self.key(route) not in seen:
                 self._own += 1
                 return Proposal(route=route, info={"search": self.name, "fallback": "random"})
@@ -299,7 +314,7 @@ class OptunaStrategy(Strategy):
                 if value == params[term.name]:
                     continue
                 route = self.route_of({**params, term.name: value})
-                if self.key(route) not in seen:
+                if self.key(route) not in seen and not self._unlikely(self.key(route)):
                     return route
         return None
 

@@ -105,6 +105,20 @@ def test_a_prior_teaches_where_routes_fail_even_when_its_latencies_do_not_transf
         assert failed_share(cold) >= 0.1
 
 
+def test_the_default_on_a_small_space_also_keeps_off_the_priors_failures(rec):
+    """``auto`` runs ``fast_tpe`` on this 512-route space: with the same prior as above it builds
+    none of the routes that failed or were infeasible in the source (its one-off sweep, climb,
+    TPE and fallback skip them while anything else is left)."""
+    source = recording(scramble_except=set())
+    prior = load_prior([source], rec.expression)
+    for seed in range(2):
+        warm = simulate("auto", rec, 40, seed=seed, prior=prior)
+        cold = simulate("auto", rec, 40, seed=seed)
+        assert {s.info.get("auto") for s in warm.trace[1:]} == {"fast_tpe"}
+        assert failed_share(warm) == 0.0, [s.route for s in warm.trace if s.state != "COMPLETE"]
+        assert failed_share(cold) >= 0.05
+
+
 def test_the_harness_is_honest(rec):
     """Proposals depend only on the results asked for: on a recording that agrees on the routes
     the run asked for but not elsewhere, the same seed asks the same routes in the same order."""
