@@ -126,9 +126,12 @@ class OptunaStrategy(Strategy):
         self._retries = self.opts["max_retries"]
         # a warm start's failed routes (and, from an exhaustive source, its absent ones) are
         # proposed only when nothing else is left: another GPU's infeasible region
-        failed, ran = self.prior.failed_keys(self.key) if self.prior else (frozenset(), frozenset())
+        # (the source's table, merged across sources as bo merges it: None where it only failed)
+        from gptuner_core.strategies._transfer import source_table
+
+        table = source_table(self.prior.results, self.key) if self.prior else {}
         exhaustive = bool(self.prior and self.prior.exhaustive)
-        self._unlikely = lambda key: key in failed or (exhaustive and key not in ran)
+        self._unlikely = lambda key: table[key] is None if key in table else exhaustive
         self._later: list[Route] = []  # fallback routes put off as unlikely
 
     # -- subclass hook ---------------------------------------------------------------------
@@ -241,7 +244,8 @@ class OptunaStrategy(Strategy):
         known = self.by_key(history)
         if self._fast is not None:
             for route in self._fast:
-                if self.key(route) not in seen and not self._unlikely(self.key(route)):
+                key = self.key(route)
+                if key not in seen and not self._unlikely(key):
                     self._own += 1
                     return Proposal(route=route, info={"search": self.name, "startup": "fast"})
             self._fast = None
@@ -314,7 +318,8 @@ class OptunaStrategy(Strategy):
                 if value == params[term.name]:
                     continue
                 route = self.route_of({**params, term.name: value})
-                if self.key(route) not in seen and not self._unlikely(self.key(route)):
+                key = self.key(route)
+                if key not in seen and not self._unlikely(key):
                     return route
         return None
 

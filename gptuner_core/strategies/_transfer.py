@@ -7,8 +7,10 @@ the residual's spread is that scale: it says how far the new GPU may depart from
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import TypeVar
 
 
 if TYPE_CHECKING:
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from gptuner_core.routes import Route
+
+K = TypeVar("K", bound=Hashable)
 
 #: with a prior, the residual's scale is at least this share of the source's log-latency spread
 SPREAD_SHARE = 0.5
@@ -44,12 +48,13 @@ def residual_scale(resid: Any, *, prior_spread: float | None, share: float = SPR
 
 
 def source_table(results: Iterable[tuple[Route, float | None]],
-                 to_index: Callable[[Route], tuple[int, ...] | None]) -> dict[tuple[int, ...], float | None]:
-    """The source's log latency per route (as index tuples, ``to_index``; routes outside this
-    space dropped): the fastest measurement where it has several, ``None`` where it only failed."""
+                 to_index: Callable[[Route], K | None]) -> dict[K, float | None]:
+    """The source's log latency per route (as ``to_index`` names it: ``bo``'s index tuples, the
+    Optuna strategies' route keys; routes outside this space dropped): the fastest measurement
+    where it has several, ``None`` where it only failed."""
     import math
 
-    out: dict[tuple[int, ...], float | None] = {}
+    out: dict[K, float | None] = {}
     for route, latency in results:
         t = to_index(route)
         if t is None:

@@ -24,7 +24,6 @@ from gptuner_core.routes import Route
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from collections.abc import Iterable
     from collections.abc import Sequence
 
@@ -122,13 +121,6 @@ class Prior:
 
     def __len__(self) -> int:
         return len(self.results)
-
-    def failed_keys(self, key: Callable[[Route], str]) -> tuple[frozenset[str], frozenset[str]]:
-        """``(failed, seen)``: the keys of routes that failed in every source that ran them, and
-        of every route the sources ran (with ``exhaustive`` a route not seen is infeasible there)."""
-        good = {key(r) for r, lat in self.results if lat is not None}
-        seen = good | {key(r) for r, lat in self.results if lat is None}
-        return frozenset(seen - good), frozenset(seen)
 
 
 def load_prior(sources: Iterable[Any], space: Expression) -> Prior:

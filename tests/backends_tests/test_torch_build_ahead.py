@@ -142,7 +142,6 @@ def test_loading_uses_the_device_only_on_a_gpu_for_routes_that_compute_while_com
     assert not load_backend("onnxruntime", {}).load_uses_device(Route.parse("-quant:mode=off"))
 
 
-
 THREADS = r"""
 import json, sys
 from pathlib import Path
