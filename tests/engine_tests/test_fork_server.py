@@ -333,6 +333,40 @@ def test_the_defaults_round_processes_load_while_other_candidates_still_build(tm
     _a_build_written_before_the_result_is_enough_to_measure_it_again(study)
 
 
+@pytest.mark.slow
+def test_the_defaults_round_processes_start_from_its_build_before_its_result(tmp_path, monkeypatch):
+    """Issue 38 on the H100: candidates that build side by side end their builds together, and
+    the default measures first, so round 0's processes started only after its result (ResNet-50:
+    all built at 15.8 s, the default's result at 18.4 s, round 0 loaded by 25.6 s while the
+    device was free from 23.6 s). Here the default's first call is held (``hold_first_calls``)
+    until its round-0 process has started: it never would if that process waited for the
+    default's result (the hold gives up after 30 s, the watcher after 25 s)."""
+    import threading
+    import time
+
+    study, release = tmp_path / "from_build", tmp_path / "release"
+    args = _faulty_tune(study, monkeypatch, "on", "-fault:tie=[slow|x] -fault:sleep_ms=100 -fault:first_ms=1500", 4,
+                        "--backend-option", f"hold_first_calls={release}", "--revalidate-top-k", "1",
+                        "--revalidate-rounds", "2", "--drift-every", "0", "--profile-runs", "0")
+    seen: list[str] = []
+
+    def release_once_round_zero_starts() -> None:
+        deadline = time.monotonic() + 25
+        while time.monotonic() < deadline and not (study / "revalidation" / "r0_00000" / "phase").exists():
+            time.sleep(0.02)
+        seen.append("round 0 started" if time.monotonic() < deadline else "timed out")
+        release.touch()
+
+    watcher = threading.Thread(target=release_once_round_zero_starts, daemon=True)
+    watcher.start()
+    assert main(args) in (0, 3)
+    watcher.join()
+    assert seen == ["round 0 started"], "the default's round-0 process waited for its result"
+    with open_store(study, readonly=True) as store:
+        assert store.winner() is not None and len(store.candidates()) == 2
+    assert (study / "revalidation" / "r0_00000" / "result.json").exists()  # it measured round 0
+
+
 def _a_build_written_before_the_result_is_enough_to_measure_it_again(study: Path) -> None:
     """Each candidate's process wrote its build before waiting for the device
     (``engine.process.turn.BUILT``): the evaluator's ``built_record`` of it names the artifact

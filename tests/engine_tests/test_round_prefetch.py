@@ -149,6 +149,18 @@ def test_the_default_loads_its_first_look_while_others_build_and_the_finalists_o
     start_rounds_ahead(cfg, ev, history, settled=True, waiting=[(4, "-k=4"), (5, "-k=5")])
     assert [(c.record.number, c.round) for c in ev.hints[-1]] == [(0, 0), (1, 0), (3, 0), (5, 0)] + [
         (n, r) for r in range(1, 12) for n in (0, 1, 3)]
+    # before the default's result, from its build: its first look while others build, then
+    # round 0 of every candidate built (no finalist is known yet) and the default's later rounds
+    ev.built_record = lambda n, route: rec(n, 9.0).replace(latency=None) if n in (0, 5) else None
+    start_rounds_ahead(cfg, ev, [], settled=False, waiting=[(0, "-k=0"), (4, "-k=4"), (5, "-k=5")])
+    assert [(c.record.number, c.round) for c in ev.hints[-1]] == [(0, r) for r in range(4)]
+    start_rounds_ahead(cfg, ev, [], settled=True, waiting=[(0, "-k=0"), (4, "-k=4"), (5, "-k=5")])
+    assert [(c.record.number, c.round) for c in ev.hints[-1]] == [(0, 0), (5, 0)] + [(0, r) for r in range(1, 12)]
+    # nothing while the default has no build, nor once it failed
+    hinted = len(ev.hints)
+    start_rounds_ahead(cfg, ev, [], settled=True, waiting=[(4, "-k=4"), (5, "-k=5")])
+    start_rounds_ahead(cfg, ev, [rec(0, 3.0).replace(state=CandidateState.CRASHED, latency=None)], settled=True)
+    assert len(ev.hints) == hinted
 
 
 def test_a_process_started_ahead_loads_below_the_builds_and_measures_at_normal_priority(tmp_path):

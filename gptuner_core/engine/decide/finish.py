@@ -120,28 +120,34 @@ def round_call(record: CandidateRecord, round_index: int) -> RoundCall:
 def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[CandidateRecord],
                        *, settled: bool = True, waiting: Sequence[tuple[int, str]] = ()) -> None:
     """Start re-validation processes ahead (``engine.evaluate.round_prefetch``), on the cores the
-    builds leave, so that round 0 does not wait for their compile. Before every candidate has been
-    built (``settled`` false: the default route measured, others still build), only the default
-    route's processes of the first look (every study measures the default in each of its first
-    ``min(4, rounds)`` rounds), at a priority below the builds. Once every candidate has been
-    built, those of the default and of the finalists as screening ranks them now, and round 0's
-    process of each candidate still ``waiting`` for its result (``(number, route)``; it may become
-    a finalist: one measured last in screening would otherwise make round 0 wait for its load),
-    from the build its process wrote (``evaluator.built_record``). Called again as results come
-    in; a hint that no longer names a process cancels it. Nothing happens where re-validation
-    will not run rounds of fresh processes here (no prefetching evaluator, top-k 0, several
-    measured shapes)."""
+    builds leave, so that round 0 does not wait for their compile. From the default route's build
+    (``history`` without it yet: it is ``waiting``) or its result, as long as other candidates
+    still build (``settled`` false): only the default's processes of the first look (every study
+    measures the default in each of its first ``min(4, rounds)`` rounds), at a priority below the
+    builds. Once every candidate has been built: those of the default and of the finalists as
+    screening ranks them now (none before the default's result), and round 0's process of each
+    candidate still ``waiting`` for its result (``(number, route)``; it may become a finalist: one
+    measured last in screening would otherwise make round 0 wait for its load), from the build its
+    process wrote (``evaluator.built_record``). Called again as results come in; a hint that no
+    longer names a process cancels it. Nothing happens where re-validation will not run rounds of
+    fresh processes here (no prefetching evaluator, top-k 0, several measured shapes), nor once
+    the default route failed."""
     start = getattr(evaluator, "prefetch_rounds", None)
     if (start is None or not evaluator.prefetching() or cfg.revalidate_top_k <= 0  # type: ignore[attr-defined]
-            or len(cfg.measure_shapes) > 1 or not history or not history[0].eligible):
+            or len(cfg.measure_shapes) > 1):
+        return
+    provisional = getattr(evaluator, "built_record", lambda _n, _r: None)
+    measured = bool(history) and history[0].number == 0
+    default = history[0] if measured else next(
+        (provisional(n, route) for n, route in waiting if n == 0), None)
+    if default is None or (measured and not default.eligible):  # not built yet, or failed
         return
     rounds = max(cfg.revalidate_rounds, 2)
     if not settled:  # the first look: the default is measured in each of them
-        start([round_call(history[0], r) for r in range(min(4, rounds))])
+        start([round_call(default, r) for r in range(min(4, rounds))])
         return
-    finalists = [history[0], *verdict.contenders(history)[: cfg.revalidate_top_k]]
-    provisional = getattr(evaluator, "built_record", lambda _n, _r: None)
-    maybe = [rec for rec in (provisional(n, route) for n, route in waiting) if rec is not None]
+    finalists = [default, *(verdict.contenders(history)[: cfg.revalidate_top_k] if measured else [])]
+    maybe = [rec for rec in (provisional(n, route) for n, route in waiting if n != 0) if rec is not None]
     start([round_call(record, 0) for record in [*finalists, *maybe]]
           + [round_call(record, r) for r in range(1, rounds) for record in finalists])
 

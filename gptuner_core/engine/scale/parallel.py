@@ -21,13 +21,15 @@ Same rules as :func:`gptuner_core.engine.loop.loop.run_loop` (it hands over here
 * budgets stop new proposals; candidates in flight are finished and committed;
 * re-measurements (drift sentinel, racing) wait until nothing is in flight, and hold the
   measuring device (``CandidatePool.measuring``);
-* once the default route has a result, ``built(seen, settled, waiting)`` is called, and again
-  whenever a result comes in or the candidates in flight change: ``seen`` is the history plus the
-  results not committed yet (they finish out of proposal order), ``settled`` once the strategy
+* once the default route has been built (its process waits for the device) or has a result,
+  ``built(seen, settled, waiting)`` is called, and again whenever a result comes in or the
+  candidates in flight change: ``seen`` is the history plus the results not committed yet (they
+  finish out of proposal order; empty before the default's result), ``settled`` once the strategy
   has nothing more to propose and every candidate in flight has been built (it waits for the
-  device or measures), ``waiting`` the ``(number, route)`` of those without a result yet. The
-  re-validation rounds' processes can start loading on the cores the builds leave: the default's
-  first while the others build, the finalists' once all are built
+  device or measures), ``waiting`` the ``(number, route)`` of those without a result yet (the
+  default among them until its result). The re-validation rounds' processes can start loading on
+  the cores the builds leave: the default's first while the others build, round 0 of every
+  candidate once all are built, then the finalists' as screening ranks them
   (``engine.decide.finish.start_rounds_ahead``).
 """
 
@@ -139,7 +141,7 @@ def run_parallel(
     skipped = 0
     phase_of: dict[str, str] = {}  # each route's last phase, as its process reported it
     asked_out = False  # the strategy's last answer was "nothing more" (or a budget ended it)
-    hinted: tuple[int, tuple[int, ...], bool, int] | None = None  # what ``built`` was last called with
+    hinted: tuple[int, tuple[int, ...], bool, int, bool] | None = None  # what ``built`` was last called with
 
     early = bool(getattr(pool, "builds_before_default", False))
 
@@ -238,8 +240,12 @@ def run_parallel(
             # takes whoever is built first), and the finalists' rounds should not wait for that
             results = [*history, *(fut.result() for _, fut in inflight.values()
                                    if fut.done() and fut.exception() is None)]
-            now = (len(history), tuple(inflight), settled, len(results))
-            if built is not None and results and results[0].number == 0 and now != hinted:
+            # the default built and waiting for its turn is enough: its rounds (and, once all are
+            # built, round 0 of every candidate) can load while screening measures (issue 38)
+            default_built = 0 in inflight and phase_of.get(str(inflight[0][0].route)) in BUILT
+            now = (len(history), tuple(inflight), settled, len(results), default_built)
+            if built is not None and now != hinted and (
+                    (results and results[0].number == 0) or default_built):
                 hinted = now
                 built(results, settled, [(n, str(p.route)) for n, (p, fut) in inflight.items() if not fut.done()])
     finally:
