@@ -102,6 +102,7 @@ def _child(mode: str, workers: int, study: str, tune_args: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING)
     _round_loads(os.environ.get(ROUND_LOADS, ""))
     _load_threads(os.environ.get(LOAD_THREADS, ""))
+    _rounds_from(os.environ.get(ROUNDS_FROM, ""))
     build_workers = 1 if mode == "old" else workers
     return main(["tune", *tune_args, "--build-workers", str(build_workers), "--study", study, "--quiet"])
 
@@ -149,6 +150,27 @@ def factory_on_default_threads() -> None:
     from gptuner_core.backends.torch_inductor import model
 
     model.load_model_on_one_thread = model.load_model
+
+
+#: this benchmark's A/B of when round processes start ahead (issue 38 item 2, session 50): unset,
+#: the tuner's rule (from the default route's build); ``result``: only once the default has a
+#: result, as before session 50
+ROUNDS_FROM = "GS_ROUNDS_FROM"
+
+
+def _rounds_from(value: str) -> None:
+    """``result``: this study's hints to start round processes wait for the default's result."""
+    if value != "result":
+        return
+    from gptuner_core.engine.loop import tuner
+
+    real = tuner.start_rounds_ahead
+
+    def after_result(cfg, evaluator, history, **kw):  # type: ignore[no-untyped-def]
+        if history and history[0].number == 0:
+            real(cfg, evaluator, history, **kw)
+
+    tuner.start_rounds_ahead = after_result
 
 
 def fresh_folder(path: Path) -> Path:
@@ -354,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             busy.stop()
         row = {"model": model, "exit": code, "round_loads": os.environ.get(ROUND_LOADS, ""),
                "load_threads": os.environ.get(LOAD_THREADS, "") or "one",
+               "rounds_from": os.environ.get(ROUNDS_FROM, "") or "build",
                **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1)}
         rows.append(row)
         _emit(row, args.json)

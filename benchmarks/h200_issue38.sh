@@ -6,6 +6,9 @@
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
 #   benchmarks/h200_issue38.sh threads ConvNeXt-Tiny and ResNet-50 with round processes building their
 #                                      model on torch's default threads, then on one (GS_LOAD_THREADS)
+#   benchmarks/h200_issue38.sh early   ResNet-50 and ViT-B/16 with round processes started once the default
+#                                      route has a result (before session 50), then from its build (the
+#                                      tuner's rule), each model in turn; then ConvNeXt-Tiny with the rule
 #   benchmarks/h200_issue38.sh rounds  ConvNeXt-Tiny and ResNet-50 twice: round processes loading one per
 #                                      build core (the tuner's rule), then LOADS at once (default 4;
 #                                      "physical": one per physical build core, the same as the rule on
@@ -62,5 +65,11 @@ case "$1" in
       GS_LOAD_THREADS=$t $PY benchmarks/gpu_study.py --dir "$W/gt${t}" --build-workers 7 \
         --json "$OUT/gt.jsonl" --plan "${PLAN:-convnext_tiny:new,resnet50:new}" 2>&1 | tee -a "$OUT/gt.txt"
     done ;;
-  *) echo "usage: $0 aa|effect|studies|rounds|threads" >&2; exit 2 ;;
+  early)  # session 50: round processes start from the default's build (its result came when every
+    # build had ended: ResNet-50's round 0 loaded from 18.5 to 25.6 s, the device free from 23.6 s)
+    for step in ${PLAN:-resnet50:result resnet50: vit_b_16:result vit_b_16: convnext_tiny:}; do
+      GS_ROUNDS_FROM=${step#*:} $PY benchmarks/gpu_study.py --dir "$W/ge${step#*:}" --build-workers 7 \
+        --json "$OUT/ge.jsonl" --plan "${step%%:*}:new" 2>&1 | tee -a "$OUT/ge.txt"
+    done ;;
+  *) echo "usage: $0 aa|effect|studies|rounds|threads|early" >&2; exit 2 ;;
 esac
