@@ -255,6 +255,14 @@ class Backend(abc.ABC):
         no (loading ahead launches nothing on the device)."""
         return False
 
+    def loads_side_by_side(self, route: Route) -> bool:
+        """Whether processes loading ``route`` on the device (:meth:`load_uses_device`) may load
+        together, while the device is held for one of them, and each still run the screened
+        code: yes where a load's device work computes (freezing's constant folding), no where it
+        times kernels (autotuning: loads side by side could choose others). Such a route's turn
+        starts its processes of the next rounds too. Default: no (each loads in its own turn)."""
+        return False
+
     def planned_identity(self, model: Path, route: Route) -> str | None:
         """A key of the configuration ``route`` will build, computed *before* building (cheap,
         parent side), or ``None`` when the backend cannot tell. Two routes with the same key

@@ -142,6 +142,24 @@ def test_loading_uses_the_device_only_on_a_gpu_for_routes_that_compute_while_com
     assert not load_backend("onnxruntime", {}).load_uses_device(Route.parse("-quant:mode=off"))
 
 
+def test_freezing_loads_side_by_side_on_a_gpu_autotuning_loads_alone():
+    """Loads that compute on the device (freezing folds the weights, the same every time) may
+    run together in one turn; loads that time kernels there (autotuning: side by side they
+    could choose other kernels than the screened build) load alone (``Backend.loads_side_by_side``)."""
+    from gptuner_core.backends import load_backend
+    from gptuner_core.routes import Route
+
+    gpu = load_backend("torch", {"device": "cpu"})
+    gpu.device = lambda: "cuda:0"  # no GPU here: the answer is the backend's own, for cuda:0
+    assert gpu.loads_side_by_side(Route.parse("-inductor:freezing=on"))
+    assert gpu.loads_side_by_side(Route.parse("-torch:precision=fp32 -inductor:freezing=on"))
+    for timing in ("-inductor:freezing=on -inductor:max_autotune=on", "-torch:mode=max-autotune",
+                   "-inductor:freezing=on -inductor:coordinate_descent_tuning=on"):
+        assert not gpu.loads_side_by_side(Route.parse(timing)), timing
+    assert not load_backend("torch", {"device": "cpu"}).loads_side_by_side(Route.parse("-inductor:freezing=on"))
+    assert not load_backend("onnxruntime", {}).loads_side_by_side(Route.parse("-quant:mode=off"))
+
+
 THREADS = r"""
 import json, sys
 from pathlib import Path

@@ -112,6 +112,36 @@ def test_the_round_about_to_run_loads_first_on_the_cpu(monkeypatch):
     line.cancel_all()
 
 
+def test_a_route_loading_on_the_device_starts_its_next_rounds_in_its_turn(monkeypatch):
+    """The hint's ``in_turn`` calls (a route whose loading runs on the device) never load ahead;
+    taking one starts it and the next three in line at the builds' priority, and the turn is
+    given once all four have loaded; the later rounds then take theirs as they are."""
+    monkeypatch.setattr(round_prefetch, "_Pending", _Process)
+    _Process.started, _Process.cancelled, _Process.loading = [], [], set()
+    asked: list[str] = []  # each process's answer to "loaded?": not yet, twice in all
+
+    def loaded(self) -> bool:
+        asked.append(self.purpose)
+        return len(asked) > 2
+
+    monkeypatch.setattr(_Process, "loaded", loaded, raising=False)
+    line = RoundPrefetch(None, build_cpus=tuple(range(14)), measure_cpus=(14, 15), target="t")
+    ahead = [RoundCall(None, f"r{r}_0", 0.25, r) for r in range(6)]
+    in_turn = [RoundCall(None, f"r{r}_1", 0.25, r) for r in range(6)]
+    line.start(ahead, in_turn)
+    assert _Process.started == [f"r{r}_0" for r in range(6)]  # the device's route waits for a turn
+    assert line.take("r0_0") == "measured r0_0 on (14, 15)" and not asked
+    assert line.take("r0_1") == "measured r0_1 on (14, 15)"
+    assert _Process.started[6:] == ["r0_1", "r1_1", "r2_1", "r3_1"]
+    assert asked == ["r0_1", "r0_1", "r0_1", "r1_1", "r2_1", "r3_1"]  # the turn waited for all four
+    assert {line.nice[p] for p in _Process.started[6:]} == {0}
+    assert line.take("r1_1") == "measured r1_1 on (14, 15)"
+    assert _Process.started[10:] == []  # loaded in round 0's turn
+    line.start(ahead[1:], in_turn[2:3])  # decided sooner: round 3's process is not wanted
+    assert _Process.cancelled == ["r3_1"]
+    line.cancel_all()
+
+
 def test_the_default_loads_its_first_look_while_others_build_and_the_finalists_once_all_are_built():
     """``start_rounds_ahead``: the default route's first four rounds (every study measures it in
     each) while the others build; once all are built, every round of the default and of the
@@ -224,6 +254,54 @@ def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, mo
         waited[folder.name] = ("wait" in phases, "enable_mem_pattern=off" in routes[number])
     assert {on_device for _, on_device in waited.values()} == {True, False}, waited
     assert all(ahead != on_device for ahead, on_device in waited.values()), waited
+
+
+@pytest.mark.slow
+def test_a_route_that_loads_on_the_device_loads_its_next_rounds_in_one_turn(tmp_path, monkeypatch):
+    """Issue 38's effect studies on the H100 (session 50): a freezing route's processes loaded in
+    their turn, so each of its rounds took 12-33 s for about 2 s measured, and 10 studies did not
+    fit a session's device time. Where its loads may run side by side
+    (``Backend.loads_side_by_side``: freezing computes, autotuning times), its turn in round 0
+    starts its processes of rounds 0-3 together and measures once all four have loaded; nothing
+    is measured while they load, and rounds 1-3 find theirs loaded (each still its own process)."""
+    import json
+
+    from gptuner_core.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from gptuner_core.cli import main
+    from gptuner_core.storage import open_store
+
+    from .conftest import QUICK
+    from .conftest import REPO
+
+    def on_device(self, route) -> bool:
+        return "enable_mem_pattern=off" in str(route)
+
+    monkeypatch.setattr(OnnxRuntimeBackend, "load_uses_device", on_device, raising=False)
+    monkeypatch.setattr(OnnxRuntimeBackend, "loads_side_by_side", on_device, raising=False)
+    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
+    study = tmp_path / "rv"
+    args = [
+        "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
+        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
+        "--expr", "-ort:enable_mem_pattern=[on|off]", "--search", "full", "--metric", "cos",
+        "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
+        "--revalidate-rounds", "4", "--min-effect", "0.5", "--study", str(study), "--quiet",
+    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
+    assert main(args) in (0, 3)
+    with open_store(study, readonly=True) as store:
+        (off,) = [c.number for c in store.candidates() if "enable_mem_pattern=off" in c.requested_route]
+        (event,) = [e.payload for e in store.events("revalidation")]
+    assert event.get("rounds", 0) >= 4, event  # the first look: four rounds
+    phases = {f.name: [(line.split()[0], float(line.split()[1])) for line in (f / "phase").read_text().splitlines()]
+              for f in (study / "revalidation").iterdir() if (f / "phase").exists()}
+    batch = [f"r{r}_{off:05d}" for r in range(4)]
+    assert all("wait" in dict(phases[p]) for p in batch), {p: phases[p] for p in batch}  # loaded, then waited
+    began = min(dict(phases[p])["start"] for p in batch)
+    loaded = max(dict(phases[p])["wait"] for p in batch)
+    assert dict(phases[batch[0]])["measure"] >= loaded  # its turn came once all four had loaded
+    measured_meanwhile = [n for n, marks in phases.items() if began <= dict(marks).get("measure", -1) < loaded]
+    assert not measured_meanwhile, measured_meanwhile  # the device was held: nothing measured
 
 
 def test_a_process_loading_ahead_exits_when_cancelled_not_once_loaded(tmp_path):

@@ -212,6 +212,21 @@ class TorchInductorBackend(Backend):
         ahead runs nothing and is pinned to the build cores, away from the measured ones."""
         return self.device().startswith("cuda") and self.route_uses_device(route)
 
+    def loads_side_by_side(self, route: Route) -> bool:
+        """Freezing's loads compute on the device (the weights folded), the same on every load:
+        they may run together. Autotuning's time kernels there (on a cache miss side-by-side
+        loads could choose other kernels than the screened build): each loads alone."""
+        import torch
+
+        from gptuner_core.backends.torch_inductor import build as B
+        from gptuner_core.backends.torch_inductor import knobs as K
+        from gptuner_core.backends.torch_inductor.device_use import TIMING_OPTIONS
+        from gptuner_core.backends.torch_inductor.device_use import options_on
+
+        dev_type = torch.device(self.device()).type
+        mode, _, explicit = B.route_settings(self.knob_database(dev_type), route)
+        return dev_type == "cuda" and not options_on(K.inductor_options(explicit, mode), TIMING_OPTIONS)
+
     # -- child side ------------------------------------------------------------------------------
     def build(
         self,

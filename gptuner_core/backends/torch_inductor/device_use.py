@@ -35,6 +35,9 @@ DEVICE_OPTIONS = (
     "max_autotune", "max_autotune_gemm", "max_autotune_pointwise", "coordinate_descent_tuning",
     "freezing", "benchmark_fusion", "benchmark_combo_kernel",
 )
+#: of :data:`DEVICE_OPTIONS`, those that time kernels on the device while compiling (what they
+#: choose depends on what else runs there); freezing only computes
+TIMING_OPTIONS = tuple(name for name in DEVICE_OPTIONS if name != "freezing")
 #: cache counters a load reports (``torch._dynamo.utils.counters``)
 CACHE_COUNTERS = {
     "inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass"),
@@ -51,9 +54,15 @@ def uses_device(device_type: str, options: dict[str, Any]) -> bool:
     and reduction configs on the device, happens when the candidate is measured)."""
     if device_type != "cuda":
         return True
+    return bool(options_on(options, DEVICE_OPTIONS))
+
+
+def options_on(options: dict[str, Any], names: tuple[str, ...]) -> set[str]:
+    """Which of the Inductor options ``names`` are in force with the config patch ``options``
+    (the patch over the installed defaults)."""
     import torch._inductor.config as config
 
-    return any(bool(options.get(name, getattr(config, name, False))) for name in DEVICE_OPTIONS)
+    return {name for name in names if bool(options.get(name, getattr(config, name, False)))}
 
 
 def counters_now() -> dict[str, int]:

@@ -83,6 +83,7 @@ class IsolatedEvaluator:
         self._turn: dict[str, Any] | None = None  # the measuring cores' turn, once known
         self._prefetch: RoundPrefetch | None = None  # re-validation rounds started together
         self._loads_on_device: Callable[[str], bool] | None = None  # per route, asked once
+        self._loads_together: Callable[[str], bool] | None = None  # on the device, side by side
 
     # -- jobs ------------------------------------------------------------------------------
     def job(self, route: str, **changes: Any) -> ChildJob:
@@ -329,8 +330,10 @@ class IsolatedEvaluator:
     def prefetch_rounds(self, calls: list[RoundCall]) -> None:
         """Start these re-measurements now; each waits for its turn after loading
         (``engine.evaluate.round_prefetch``); ``remeasure`` with the same ``purpose`` gives the turn.
-        A route whose loading runs work on the device (``Backend.load_uses_device``) is left
-        out: its processes load in their turn, never beside another measurement."""
+        A route whose loading runs work on the device (``Backend.load_uses_device``) is not
+        started ahead: its processes load in their turn, never beside another measurement; where
+        they may load side by side (``Backend.loads_side_by_side``), one turn loads those of the
+        next rounds too (``RoundPrefetch``'s ``in_turn``)."""
         if self._loads_on_device is None:
             from functools import cache
 
@@ -339,15 +342,21 @@ class IsolatedEvaluator:
 
             cfg = self.ctx.config
             uses = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), loading=True)
+            together = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), side_by_side=True)
             self._loads_on_device = cache(lambda route: uses(Route.parse(route)))
-        calls = [c for c in calls if not self._loads_on_device(c.record.requested_route)]
+            self._loads_together = cache(lambda route: together(Route.parse(route)))
+        assert self._loads_together is not None
+        on_device = [self._loads_on_device(c.record.requested_route) for c in calls]
+        in_turn = [c for c, dev in zip(calls, on_device, strict=True)
+                   if dev and self._loads_together(c.record.requested_route)]
+        calls = [c for c, dev in zip(calls, on_device, strict=True) if not dev]
         if self._prefetch is None:
             from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
             from gptuner_core.engine.scale.overlap import core_split
 
             split = core_split()
             self._prefetch = RoundPrefetch(self, split.build, split.measure, REMEASURE_TARGET)
-        self._prefetch.start(calls)
+        self._prefetch.start(calls, in_turn)
 
     def built_record(self, number: int, route: str) -> CandidateRecord | None:
         """Candidate ``number`` as its process built it, before its result (``engine.process.turn.BUILT``:

@@ -13,7 +13,12 @@ the loading of later rounds runs on cores nothing else needs while earlier round
 costs about its measurements, not a compile per process (the processes stay fresh per round). A
 prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.
 A route whose loading runs work on the device (``Backend.load_uses_device``: torch's freezing and
-autotuning routes on a GPU) is never started ahead: its processes load in their turn.
+autotuning routes on a GPU) is never started ahead of its turn: its processes load while the device
+is held for it, when nothing is measured. Its turn then starts its processes of the next rounds
+too (:data:`IN_TURN_BATCH` in all, the hint's ``in_turn`` calls), and gives the turn once every one
+of them has loaded: each stays a fresh process of its own round, and the later rounds find theirs
+loaded instead of compiling again in their turn (a freezing route's round on the H100: 12-33 s, of
+which about 2 s measured).
 
 The line can start before re-validation does (issue 38: round 0 waited for its processes' compile
 otherwise): ``engine.decide.finish.start_rounds_ahead`` hints the first rounds of the default route
@@ -53,6 +58,9 @@ if TYPE_CHECKING:
 NICE_PER_ROUND = 4
 #: niceness of the first round's processes: below the builds (0) that may still run
 FIRST_ROUND_NICE = 2
+#: processes of a route that loads on the device started in one of its turns (that round's and
+#: the next ones'): a study's first look is four rounds
+IN_TURN_BATCH = 4
 
 
 def niceness(rounds_ahead: int) -> int:
@@ -109,6 +117,13 @@ class _Pending:
     def alive(self) -> bool:
         return self.thread.is_alive()
 
+    def loaded(self) -> bool:
+        """Its process has loaded and waits for its turn (or has ended: nothing to wait for)."""
+        from gptuner_core.engine.process.isolation import last_phase
+        from gptuner_core.engine.process.turn import WAIT
+
+        return last_phase(self.workdir) == WAIT or not self.alive()
+
     def join(self, timeout: float | None = None) -> None:
         self.thread.join(timeout)
 
@@ -126,9 +141,11 @@ class RoundPrefetch:
     (``measure_fresh``'s ``prefetch`` hint, in order) and starts as many as :func:`room` allows,
     each at the :func:`niceness` of its round's distance from the hint's first round; the rest
     wait in line and start as earlier ones are taken. A call taken before it started starts at
-    once. Each hint names every call still wanted: a started one it leaves out is cancelled, a
-    queued one dropped. ``started`` keeps when each process was started (``time.time()``),
-    ``nice`` at which niceness."""
+    once. The hint's ``in_turn`` calls (routes that load on the device) start only when one of
+    them is taken: that one and the next in line, :data:`IN_TURN_BATCH` in all, and the taker
+    waits until all have loaded. Each hint names every call still wanted: a started one it
+    leaves out is cancelled, a queued one dropped. ``started`` keeps when each process was
+    started (``time.time()``), ``nice`` at which niceness."""
 
     def __init__(self, ev: RoundRunner, build_cpus: tuple[int, ...], measure_cpus: tuple[int, ...],
                  target: str, capacity: int | None = None) -> None:
@@ -136,13 +153,14 @@ class RoundPrefetch:
         self.capacity = capacity if capacity is not None else room(build_cpus)
         self._pending: dict[str, _Pending] = {}
         self._queued: dict[str, tuple[CandidateRecord, float, int]] = {}
+        self._in_turn: dict[str, tuple[CandidateRecord, float, int]] = {}  # started by a turn
         self._lock = threading.Lock()
         self.started: dict[str, float] = {}
         self.nice: dict[str, int] = {}
         self._leaving: dict[str, _Pending] = {}  # cancelled, maybe still loading, by purpose
 
-    def _launch(self, purpose: str) -> _Pending:
-        record, scale, nice = self._queued.pop(purpose)
+    def _launch(self, purpose: str, line: dict[str, tuple[CandidateRecord, float, int]] | None = None) -> _Pending:
+        record, scale, nice = (self._queued if line is None else line).pop(purpose)
         self.started[purpose], self.nice[purpose] = time.time(), nice
         self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target, nice)
         return self._pending[purpose]
@@ -163,13 +181,15 @@ class RoundPrefetch:
             return False
         return old is not None
 
-    def start(self, calls: list[RoundCall]) -> None:
-        wanted = {call.purpose for call in calls}
+    def start(self, calls: list[RoundCall], in_turn: list[RoundCall] | tuple[RoundCall, ...] = ()) -> None:
+        wanted = {call.purpose for call in [*calls, *in_turn]}
         first = min((call.round for call in calls), default=0)
         with self._lock:
             dropped = [self._pending.pop(p) for p in list(self._pending) if p not in wanted]
             self._queued = {call.purpose: (call.record, call.scale, niceness(call.round - first))
                             for call in calls if call.purpose not in self._pending}  # in the hint's order
+            self._in_turn = {call.purpose: (call.record, call.scale, 0)  # they load in a turn
+                             for call in in_turn if call.purpose not in self._pending}
             for pending in dropped:  # it exits once loaded; nothing waits for that here
                 pending.cancel(wait=False)
                 self._leaving[pending.purpose] = pending
@@ -179,17 +199,28 @@ class RoundPrefetch:
         old = self._leaving.get(purpose)
         if old is not None:  # cancelled before: its process leaves the folder first
             old.join()
+        batch: list[_Pending] = []
         with self._lock:
             self._busy(purpose)
             if purpose in self._queued:  # its turn came before it could start: start it now
                 self._launch(purpose)
+            elif purpose in self._in_turn:  # loads on the device: with the next rounds' processes
+                batch = self._launch_in_turn(purpose)
             pending = self._pending.pop(purpose, None)
             self._fill()  # a place is free: the next in line starts loading
+        while not all(p.loaded() for p in batch):  # the device is ours: nothing measures meanwhile
+            time.sleep(0.02)
         return pending.result(self.measure_cpus) if pending is not None else None
+
+    def _launch_in_turn(self, purpose: str) -> list[_Pending]:
+        """``purpose`` and the next :data:`IN_TURN_BATCH` - 1 calls loading on the device,
+        started now (the caller holds the device for ``purpose``'s turn)."""
+        later = [p for p in self._in_turn if p != purpose and not self._busy(p)]
+        return [self._launch(p, self._in_turn) for p in [purpose, *later[: IN_TURN_BATCH - 1]]]
 
     def cancel_all(self) -> None:
         with self._lock:
-            left, self._pending, self._queued = list(self._pending.values()), {}, {}
+            left, self._pending, self._queued, self._in_turn = list(self._pending.values()), {}, {}, {}
             leaving, self._leaving = list(self._leaving.values()), {}
         for pending in left:
             pending.cancel()

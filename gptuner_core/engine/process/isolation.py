@@ -193,6 +193,12 @@ def _read_phases(workdir: Path) -> list[tuple[str, float]]:
     return marks
 
 
+def last_phase(workdir: Path) -> str:
+    """The phase the child in ``workdir`` is in now, as far as it reported (``""``: none yet)."""
+    marks = _read_phases(workdir)
+    return marks[-1][0] if marks else ""
+
+
 def _phase_times(marks: list[tuple[str, float]], started: float, ended: float) -> dict[str, float]:
     """Seconds per phase from the child's marks; ``start`` runs from the request to the first
     other phase (process start-up, imports, loading the backend)."""

@@ -54,26 +54,31 @@ def build_uses_device(backend: str, options: dict | None = None) -> bool:
 class RouteDeviceUse:
     """Per route, whether its build touches the measuring device (``Backend.route_uses_device``,
     asked in the coordinator before the build starts); ``loading``: whether loading its build
-    does (``Backend.load_uses_device``, asked before its round processes start ahead). Any
-    failure to answer counts as touching it: the safe answer never overlaps a measurement."""
+    does (``Backend.load_uses_device``, asked before its round processes start ahead);
+    ``side_by_side``: whether processes loading it on the device may load together
+    (``Backend.loads_side_by_side``). Any failure to answer gives the safe answer: touching the
+    device (never overlapped with a measurement), not side by side (each loads alone)."""
 
-    def __init__(self, backend: str, options: dict | None = None, *, loading: bool = False) -> None:
+    def __init__(self, backend: str, options: dict | None = None, *, loading: bool = False,
+                 side_by_side: bool = False) -> None:
         from gptuner_core.backends import load_backend
 
+        self._safe = not side_by_side
         try:
             loaded = load_backend(backend, options or {})
         except Exception:  # noqa: BLE001 - unloadable: every build counts as using the device
             self._ask = None
         else:
-            self._ask = loaded.load_uses_device if loading else loaded.route_uses_device
+            self._ask = (loaded.loads_side_by_side if side_by_side
+                         else loaded.load_uses_device if loading else loaded.route_uses_device)
 
     def __call__(self, route: object) -> bool:
         if self._ask is None:
-            return True
+            return self._safe
         try:
             return bool(self._ask(route))
         except Exception:  # noqa: BLE001 - the safe answer
-            return True
+            return self._safe
 
 
 #: PyTorch's variable for Inductor's compile worker processes (read when torch is imported)
