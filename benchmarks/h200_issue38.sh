@@ -16,8 +16,9 @@
 # Output (tables, JSON lines) goes to $OUT (default /tmp/h200_out). Each stage stops starting new
 # studies after BUDGET seconds (default 480). aa and effect run REPEATS studies (10) numbered from
 # FIRST (0): a second call with FIRST=6 REPEATS=4 continues a first one that ran 6 (the effect's
-# freezing route loads in its turn in every round since 9d9e722, about 6 s more per round on
-# ResNet-50, so 10 effect studies take two calls).
+# freezing route loads on the device, never beside a measurement: in session 50 each of its
+# rounds took 12-33 s and a study 142-224 s, so 4 studies fitted two calls; since then its turn in
+# round 0 loads its processes of rounds 0-3 at once, round 4's those of rounds 4-7...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
