@@ -11,7 +11,7 @@ from typing import Any
 
 
 def pairwise_share(rows: Any, built: Any, pool: Any, sizes: Any, prior: float = 1.0,
-                   optimism: float = 1.0, share: bool = True) -> Any:
+                   optimism: float = 1.0, share: bool = True, failure_weight: Any = None) -> Any:
     """Failures as interactions of at most two knobs.
 
     The combinatorial-testing finding: a configuration fails because of one value or one pair
@@ -24,6 +24,8 @@ def pairwise_share(rows: Any, built: Any, pool: Any, sizes: Any, prior: float = 
     a failure that 6 untried pairs could explain counts 1/6 against each (1/(1 + 1/6) = 0.86,
     where a whole failure halves a pair and bars it: on convolution A100 the first random
     routes, blocks over the thread limit, barred ``read_only=1, use_shmem=1`` for good).
+    ``failure_weight`` (per row): how much of each failure is left to blame on pairs (what
+    another model does not explain already: :func:`learned_share`).
     """
     import numpy as np
 
@@ -52,6 +54,8 @@ def pairwise_share(rows: Any, built: Any, pool: Any, sizes: Any, prior: float = 
     failed = built < 0.5
     blame = first <= first.min(1, keepdims=True) + 1e-9
     weight[failed] = blame[failed] / (blame[failed].sum(1, keepdims=True) if share else 1.0)
+    if failure_weight is not None:
+        weight[failed] *= failure_weight[failed][:, None]
     return at(tables(weight), pool).min(1)
 
 
@@ -178,15 +182,24 @@ def logistic_share(x: Any, built: Any, px: Any, l2: float = 3.0, steps: int = 25
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
 
 
+#: the least share of a failure left to the pairs once the sizes' model explains it
+EXPLAINED_FLOOR = 0.1
+
+
 def learned_share(rows: Any, built: Any, pool: Any, sizes: Any, tables: list[Any]) -> Any:
     """``feasibility_model=learned``: the lower of :func:`pairwise_share` (a pair of values seen
     failing) and :func:`logistic_share` on the knobs' sizes, squares and products (``tables``:
     :func:`size_features`), so a limit like ``block_x * block_y <= 1024`` reaches pairs never
-    tried."""
+    tried. A failure the sizes' model expects (its P(builds) at that route, at least
+    :data:`EXPLAINED_FLOOR`) counts that much against the route's pairs: explained away, it
+    does not bar the switches it happened to have (convolution A100: the first routes over the
+    thread limit barred the optimum's ``read_only=1, use_shmem=1``)."""
     import numpy as np
 
-    pair = pairwise_share(rows, built, pool, sizes)
-    logit = logistic_share(quadratic(rows, tables), built, quadratic(pool, tables))
+    at_rows = quadratic(rows, tables)
+    both = logistic_share(at_rows, built, np.vstack([at_rows, quadratic(pool, tables)]))
+    explained, logit = both[: len(rows)], both[len(rows):]
+    pair = pairwise_share(rows, built, pool, sizes, failure_weight=np.clip(explained, EXPLAINED_FLOOR, 1.0))
     return np.minimum(pair, logit)
 
 

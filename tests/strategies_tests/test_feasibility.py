@@ -119,3 +119,29 @@ def test_one_failure_is_shared_among_the_pairs_that_could_explain_it():
     p = pairwise_share(rows, built, np.array([[0, 0, 3, 3], [0, 1, 3, 3]]), sizes)
     assert p[0] == pytest.approx(1 / 3)
     assert p[1] >= 0.8
+
+
+def test_a_failure_the_sizes_explain_does_not_bar_the_switches_it_had():
+    """Convolution A100 (issue 40 item 3): the first routes tried, blocks over the thread limit,
+    happened to have ``read_only=1, use_shmem=1``, and the pairwise table barred that pair for
+    good, where the optimum is. Here two block sizes (a route builds when x * y <= 1024) and two
+    switches: the only routes with both switches on are over the limit. The sizes' model
+    explains those failures, so a small block with both switches on stays a candidate
+    (``learned_share``), while a block over the limit stays barred."""
+    from gptuner_core.strategies._feasibility import learned_share
+
+    values = [SIZES, SIZES, ["0", "1"], ["0", "1"]]
+    tables, sizes = size_features(values), np.array([len(v) for v in values])
+    rng = np.random.default_rng(1)
+    small = [(a, b, s, t) for a in range(11) for b in range(11) for s in range(2) for t in range(2)
+             if a + b <= 10 and (s, t) != (1, 1)]
+    big = [(a, b, 1, 1) for a in range(11) for b in range(11) if a + b > 10]
+    rows = np.array([small[i] for i in rng.choice(len(small), 30, replace=False)]
+                    + [big[i] for i in rng.choice(len(big), 6, replace=False)])
+    built = np.array([float(2**a * 2**b <= 1024) for a, b, _, _ in rows])
+    probe = np.array([[3, 4, 1, 1], [8, 8, 1, 1]])  # 128 threads / 65,536 threads, both switches on
+    pairs_only = pairwise_share(rows, built, probe, sizes)
+    p = learned_share(rows, built, probe, sizes, tables)
+    assert pairs_only[0] < 0.2  # the pair table alone bars the small block for its switches
+    assert p[0] >= 0.4, p  # explained away: as likely to build as not (0.14 without)
+    assert p[1] <= 0.2, p
