@@ -298,6 +298,26 @@ def test_round_processes_start_while_the_last_candidates_are_still_screened(tmp_
     assert not waiting, waiting  # every process started ahead was measured or told to exit
 
 
+def _release_once_round_zero_starts(study: Path, release: Path, within_s: float):
+    """A watcher thread that touches ``release`` once the default's round-0 process has started
+    (its ``phase`` file), or after ``within_s``; its list says which came first."""
+    import threading
+    import time
+
+    seen: list[str] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline and not (study / "revalidation" / "r0_00000" / "phase").exists():
+            time.sleep(0.02)
+        seen.append("round 0 started" if time.monotonic() < deadline else "timed out")
+        release.touch()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher, seen
+
+
 @pytest.mark.slow
 def test_the_defaults_round_processes_load_while_other_candidates_still_build(tmp_path, monkeypatch):
     """Issue 38: round 0 waited for its processes' compile when they started only once every
@@ -305,24 +325,12 @@ def test_the_defaults_round_processes_load_while_other_candidates_still_build(tm
     it is committed: here the other candidates' builds are held until the default's round-0
     process has started (``hold_builds``), which it never would without that; the study then
     ends with a verdict and the default's processes loaded below the builds' priority."""
-    import threading
-    import time
-
     study, release = tmp_path / "early", tmp_path / "release"
     args = _faulty_tune(study, monkeypatch, "on", "-fault:tie=[slow|x] -fault:sleep_ms=[0|100]", 4,
                         "--backend-option", f"hold_builds={release}", "--revalidate-top-k", "1",
                         "--revalidate-rounds", "2", "--drift-every", "0", "--profile-runs", "0")
-    seen: list[str] = []
-
-    def release_once_round_zero_starts() -> None:
-        deadline = time.monotonic() + 90  # the builds go on either way: the test says which
-        while time.monotonic() < deadline and not (study / "revalidation" / "r0_00000" / "phase").exists():
-            time.sleep(0.02)
-        seen.append("round 0 started" if time.monotonic() < deadline else "timed out")
-        release.touch()
-
-    watcher = threading.Thread(target=release_once_round_zero_starts, daemon=True)
-    watcher.start()
+    # the builds go on either way (after 90 s): the test says which came first
+    watcher, seen = _release_once_round_zero_starts(study, release, 90)
     assert main(args) in (0, 3)
     watcher.join()
     assert seen == ["round 0 started"], "the default's round-0 process waited for the other builds"
@@ -341,24 +349,11 @@ def test_the_defaults_round_processes_start_from_its_build_before_its_result(tmp
     device was free from 23.6 s). Here the default's first call is held (``hold_first_calls``)
     until its round-0 process has started: it never would if that process waited for the
     default's result (the hold gives up after 30 s, the watcher after 25 s)."""
-    import threading
-    import time
-
     study, release = tmp_path / "from_build", tmp_path / "release"
     args = _faulty_tune(study, monkeypatch, "on", "-fault:tie=[slow|x] -fault:sleep_ms=100 -fault:first_ms=1500", 4,
                         "--backend-option", f"hold_first_calls={release}", "--revalidate-top-k", "1",
                         "--revalidate-rounds", "2", "--drift-every", "0", "--profile-runs", "0")
-    seen: list[str] = []
-
-    def release_once_round_zero_starts() -> None:
-        deadline = time.monotonic() + 25
-        while time.monotonic() < deadline and not (study / "revalidation" / "r0_00000" / "phase").exists():
-            time.sleep(0.02)
-        seen.append("round 0 started" if time.monotonic() < deadline else "timed out")
-        release.touch()
-
-    watcher = threading.Thread(target=release_once_round_zero_starts, daemon=True)
-    watcher.start()
+    watcher, seen = _release_once_round_zero_starts(study, release, 25)  # the hold gives up at 30 s
     assert main(args) in (0, 3)
     watcher.join()
     assert seen == ["round 0 started"], "the default's round-0 process waited for its result"

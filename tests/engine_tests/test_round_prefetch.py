@@ -6,6 +6,8 @@ after its cancelled process has left its folder."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gptuner_core.engine.evaluate import round_prefetch
@@ -215,14 +217,13 @@ def test_a_process_started_ahead_loads_below_the_builds_and_measures_at_normal_p
     assert after.strip() in (("[0]",) if os.geteuid() == 0 else ("[0]", "[6]")), out.stdout
 
 
-@pytest.mark.slow
-def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, monkeypatch):
-    """Found on the H100 (2026-12-06, issue 38's effect studies): a round's process loading ahead
-    runs outside the device turn, and a torch route with ``freezing`` runs kernels on the GPU
-    while it compiles (the weights are folded there), so the route screened 0.81-0.89x of the
-    default with its round processes loading beside it, and 1.075x alone. A route whose loading
-    uses the device (``Backend.load_uses_device``) is not started ahead: its round processes
-    load in their turn; the other routes' still load ahead and wait."""
+OFF = "enable_mem_pattern=off"  # the route these studies' onnxruntime is told loads on the device
+
+
+def _on_device_study(tmp_path: Path, monkeypatch, rounds: int, *, side_by_side: bool):
+    """A real study of two onnxruntime routes, 2 candidates and ``rounds`` rounds with overlap
+    on, whose backend is told that the ``OFF`` route loads on the device (and, ``side_by_side``,
+    that its loads may run together). Returns the study folder and the routes by number."""
     import json
 
     from gptuner_core.backends.onnxruntime.backend import OnnxRuntimeBackend
@@ -232,8 +233,12 @@ def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, mo
     from .conftest import QUICK
     from .conftest import REPO
 
-    monkeypatch.setattr(OnnxRuntimeBackend, "load_uses_device",
-                        lambda self, route: "enable_mem_pattern=off" in str(route), raising=False)
+    def on_device(self, route) -> bool:
+        return OFF in str(route)
+
+    monkeypatch.setattr(OnnxRuntimeBackend, "load_uses_device", on_device, raising=False)
+    if side_by_side:
+        monkeypatch.setattr(OnnxRuntimeBackend, "loads_side_by_side", on_device, raising=False)
     monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setenv("GPTUNER_OVERLAP", "on")
     study = tmp_path / "rv"
@@ -242,16 +247,27 @@ def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, mo
         "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
         "--expr", "-ort:enable_mem_pattern=[on|off]", "--search", "full", "--metric", "cos",
         "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
-        "--revalidate-rounds", "2", "--min-effect", "0.5", "--study", str(study), "--quiet",
+        "--revalidate-rounds", str(rounds), "--min-effect", "0.5", "--study", str(study), "--quiet",
     ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
     assert main(args) in (0, 3)
     with open_store(study, readonly=True) as store:
-        routes = {c.number: c.requested_route for c in store.candidates()}
+        return study, {c.number: c.requested_route for c in store.candidates()}
+
+
+@pytest.mark.slow
+def test_a_route_whose_loading_runs_on_the_device_loads_in_its_turn(tmp_path, monkeypatch):
+    """Found on the H100 (2026-12-06, issue 38's effect studies): a round's process loading ahead
+    runs outside the device turn, and a torch route with ``freezing`` runs kernels on the GPU
+    while it compiles (the weights are folded there), so the route screened 0.81-0.89x of the
+    default with its round processes loading beside it, and 1.075x alone. A route whose loading
+    uses the device (``Backend.load_uses_device``) is not started ahead: its round processes
+    load in their turn; the other routes' still load ahead and wait."""
+    study, routes = _on_device_study(tmp_path, monkeypatch, 2, side_by_side=False)
     waited = {}
     for folder in sorted((study / "revalidation").iterdir()):
         number = int(folder.name.rsplit("_", 1)[-1])
         phases = [line.split()[0] for line in (folder / "phase").read_text().splitlines()]
-        waited[folder.name] = ("wait" in phases, "enable_mem_pattern=off" in routes[number])
+        waited[folder.name] = ("wait" in phases, OFF in routes[number])
     assert {on_device for _, on_device in waited.values()} == {True, False}, waited
     assert all(ahead != on_device for ahead, on_device in waited.values()), waited
 
@@ -264,33 +280,11 @@ def test_a_route_that_loads_on_the_device_loads_its_next_rounds_in_one_turn(tmp_
     (``Backend.loads_side_by_side``: freezing computes, autotuning times), its turn in round 0
     starts its processes of rounds 0-3 together and measures once all four have loaded; nothing
     is measured while they load, and rounds 1-3 find theirs loaded (each still its own process)."""
-    import json
-
-    from gptuner_core.backends.onnxruntime.backend import OnnxRuntimeBackend
-    from gptuner_core.cli import main
     from gptuner_core.storage import open_store
 
-    from .conftest import QUICK
-    from .conftest import REPO
-
-    def on_device(self, route) -> bool:
-        return "enable_mem_pattern=off" in str(route)
-
-    monkeypatch.setattr(OnnxRuntimeBackend, "load_uses_device", on_device, raising=False)
-    monkeypatch.setattr(OnnxRuntimeBackend, "loads_side_by_side", on_device, raising=False)
-    monkeypatch.setenv("GPTUNER_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("GPTUNER_OVERLAP", "on")
-    study = tmp_path / "rv"
-    args = [
-        "tune", str(REPO / "assets/cnn_digits.onnx"), "--backend", "onnxruntime",
-        "--dataset", str(REPO / "assets/cnn_digits_eval.npz"),
-        "--expr", "-ort:enable_mem_pattern=[on|off]", "--search", "full", "--metric", "cos",
-        "--epsilon", "0.01", "--batch-size", "8", "--revalidate-top-k", "1",
-        "--revalidate-rounds", "4", "--min-effect", "0.5", "--study", str(study), "--quiet",
-    ] + [f"--measure-option={k}={json.dumps(v)}" for k, v in QUICK.items()]
-    assert main(args) in (0, 3)
+    study, routes = _on_device_study(tmp_path, monkeypatch, 4, side_by_side=True)
+    (off,) = [n for n, route in routes.items() if OFF in route]
     with open_store(study, readonly=True) as store:
-        (off,) = [c.number for c in store.candidates() if "enable_mem_pattern=off" in c.requested_route]
         (event,) = [e.payload for e in store.events("revalidation")]
     assert event.get("rounds", 0) >= 4, event  # the first look: four rounds
     phases = {f.name: [(line.split()[0], float(line.split()[1])) for line in (f / "phase").read_text().splitlines()]
