@@ -194,15 +194,20 @@ class TorchInductorBackend(Backend):
         """On the CPU always; on a GPU only for routes that benchmark or compute on the device
         while compiling (autotuning, freezing: ``device_use.DEVICE_OPTIONS``); the others compile
         without running (see :mod:`.device_use`)."""
+        from gptuner_core.backends.torch_inductor.device_use import uses_device
+
+        return uses_device(*self._inductor_options(route))
+
+    def _inductor_options(self, route: Route) -> tuple[str, dict[str, Any]]:
+        """``(device type, the Inductor config patch route compiles with)``."""
         import torch
 
         from gptuner_core.backends.torch_inductor import build as B
         from gptuner_core.backends.torch_inductor import knobs as K
-        from gptuner_core.backends.torch_inductor.device_use import uses_device
 
         dev_type = torch.device(self.device()).type
         mode, _, explicit = B.route_settings(self.knob_database(dev_type), route)
-        return uses_device(dev_type, K.inductor_options(explicit, mode))
+        return dev_type, K.inductor_options(explicit, mode)
 
     def load_uses_device(self, route: Route) -> bool:
         """On a GPU, the routes whose compile runs work on the device: from the warm cache too,
@@ -216,16 +221,11 @@ class TorchInductorBackend(Backend):
         """Freezing's loads compute on the device (the weights folded), the same on every load:
         they may run together. Autotuning's time kernels there (on a cache miss side-by-side
         loads could choose other kernels than the screened build): each loads alone."""
-        import torch
-
-        from gptuner_core.backends.torch_inductor import build as B
-        from gptuner_core.backends.torch_inductor import knobs as K
         from gptuner_core.backends.torch_inductor.device_use import TIMING_OPTIONS
         from gptuner_core.backends.torch_inductor.device_use import options_on
 
-        dev_type = torch.device(self.device()).type
-        mode, _, explicit = B.route_settings(self.knob_database(dev_type), route)
-        return dev_type == "cuda" and not options_on(K.inductor_options(explicit, mode), TIMING_OPTIONS)
+        dev_type, options = self._inductor_options(route)
+        return dev_type == "cuda" and not options_on(options, TIMING_OPTIONS)
 
     # -- child side ------------------------------------------------------------------------------
     def build(

@@ -82,8 +82,7 @@ class IsolatedEvaluator:
         self.artifact_roots = artifact_roots
         self._turn: dict[str, Any] | None = None  # the measuring cores' turn, once known
         self._prefetch: RoundPrefetch | None = None  # re-validation rounds started together
-        self._loads_on_device: Callable[[str], bool] | None = None  # per route, asked once
-        self._loads_together: Callable[[str], bool] | None = None  # on the device, side by side
+        self._loads: Callable[[str], str] | None = None  # where a route's round processes load
 
     # -- jobs ------------------------------------------------------------------------------
     def job(self, route: str, **changes: Any) -> ChildJob:
@@ -334,7 +333,7 @@ class IsolatedEvaluator:
         started ahead: its processes load in their turn, never beside another measurement; where
         they may load side by side (``Backend.loads_side_by_side``), one turn loads those of the
         next rounds too (``RoundPrefetch``'s ``in_turn``)."""
-        if self._loads_on_device is None:
+        if self._loads is None:
             from functools import cache
 
             from gptuner_core.engine.scale.build_ahead import RouteDeviceUse
@@ -343,13 +342,15 @@ class IsolatedEvaluator:
             cfg = self.ctx.config
             uses = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), loading=True)
             together = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), side_by_side=True)
-            self._loads_on_device = cache(lambda route: uses(Route.parse(route)))
-            self._loads_together = cache(lambda route: together(Route.parse(route)))
-        assert self._loads_together is not None
-        on_device = [self._loads_on_device(c.record.requested_route) for c in calls]
-        in_turn = [c for c, dev in zip(calls, on_device, strict=True)
-                   if dev and self._loads_together(c.record.requested_route)]
-        calls = [c for c, dev in zip(calls, on_device, strict=True) if not dev]
+
+            def loads(text: str) -> str:  # "ahead", "in_turn" (side by side) or "alone"
+                route = Route.parse(text)
+                return ("in_turn" if together(route) else "alone") if uses(route) else "ahead"
+
+            self._loads = cache(loads)
+        where = [self._loads(c.record.requested_route) for c in calls]
+        in_turn = [c for c, w in zip(calls, where, strict=True) if w == "in_turn"]
+        calls = [c for c, w in zip(calls, where, strict=True) if w == "ahead"]
         if self._prefetch is None:
             from gptuner_core.engine.evaluate.round_prefetch import RoundPrefetch
             from gptuner_core.engine.scale.overlap import core_split

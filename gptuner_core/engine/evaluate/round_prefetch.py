@@ -25,9 +25,9 @@ otherwise): ``engine.decide.finish.start_rounds_ahead`` hints the first rounds o
 as soon as it was built (every study re-measures it), while the other candidates still build; once
 every candidate has been built, round 0 of each of them (before the default's result no finalist
 is known), then the rounds of the default and of the finalists as screening has ranked them so far
-(results not committed yet included), while the last candidates are still measured one at a time. Each hint names every process still wanted: one it no longer
-names (a finalist that screening or a decision dropped) is told to exit, and its place goes to the
-next in line.
+(results not committed yet included), while the last candidates are still measured one at a time.
+Each hint names every process still wanted: one it no longer names (a finalist that screening or a
+decision dropped) is told to exit, and its place goes to the next in line.
 
 The earliest round comes first on the CPU too: a process loads at the niceness :func:`niceness`
 gives its round's distance from the first round of the hint (builds run at 0), so the round about

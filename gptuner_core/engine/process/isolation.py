@@ -317,8 +317,7 @@ def _run_once(
         while proc.is_alive():
             proc.join(poll_s)
             now = time.monotonic()
-            marks = _read_phases(workdir)
-            seen = marks[-1][0] if marks else "start"
+            seen = last_phase(workdir) or "start"
             if seen != phase:
                 phase, phase_start = seen, now
                 if on_phase is not None:
