@@ -4,12 +4,12 @@ headless Chromium): launched as the dashboard launches it, stopped and resumed f
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine_tests.conftest import make_tiny_model  # noqa: E402
+from engine_tests.conftest import wait_for  # noqa: E402
 
 
 FAULTY = "gptuner_core.testing.faulty_backend:FaultyBackend"
@@ -17,12 +17,7 @@ QUICK = {"warmup_s": 0.01, "warmup_calls": 2, "min_samples": 10, "max_samples": 
 
 
 def wait(predicate, timeout: float = 120.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.3)
-    return False
+    return wait_for(predicate, timeout, poll_s=0.3)
 
 
 def status(study: Path) -> tuple[str | None, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FAULTY = "gptuner_core.testing.faulty_backend:FaultyBackend"
+
+
+def wait_for(predicate, timeout: float = 60.0, poll_s: float = 0.05) -> bool:
+    """Whether ``predicate()`` came true within ``timeout`` seconds, asked every ``poll_s``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return False
 
 
 def make_tiny_model(path: Path, seed: int = 0) -> Path:

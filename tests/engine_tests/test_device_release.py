@@ -13,6 +13,7 @@ from gptuner_core.records import CandidateState
 from gptuner_core.storage import open_store
 
 from .conftest import QUICK
+from .conftest import wait_for
 from .test_fork_server import _faulty_tune
 
 
@@ -90,9 +91,7 @@ def test_a_candidate_waiting_for_the_device_counts_as_built_before_its_turn(tmp_
 
 
 def _until(done, limit: float = 120.0) -> None:
-    deadline = time.time() + limit
-    while time.time() < deadline and not done():
-        time.sleep(0.02)
+    wait_for(done, limit, poll_s=0.02)
 
 
 def _release_when_default_measured(study: Path, hold: Path, first: Path) -> None:

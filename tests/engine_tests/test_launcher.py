@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,8 @@ from gptuner_core.engine.process.isolation import run_isolated
 from gptuner_core.engine.process.isolation import start_method_for
 from gptuner_core.engine.process.launcher_main import blas_threads
 from gptuner_core.errors import ConfigError
+
+from .conftest import wait_for
 
 
 REPORT = "gptuner_core.testing.child_targets:report"
@@ -52,15 +53,6 @@ def _holding(path: Path) -> list[int]:
         if str(path) in links and not _gone(int(pid)):
             pids.append(int(pid))
     return pids
-
-
-def _wait_for(predicate, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class TestFreshChildren:
@@ -137,7 +129,7 @@ class TestLauncherSafety:
     def test_dead_launcher_is_restarted(self, tmp_path, fresh_launcher):
         old = _report(tmp_path, "before")["ppid"]
         os.kill(old, signal.SIGKILL)
-        assert _wait_for(lambda: _gone(old))
+        assert wait_for(lambda: _gone(old))
         new = _report(tmp_path, "after")["ppid"]
         assert new not in (old, os.getpid())
         assert new == launcher.shared().pid
@@ -154,13 +146,13 @@ class TestLauncherSafety:
             start_method="launcher",
         )))
         worker.start()
-        assert _wait_for(pid_file.exists)
+        assert wait_for(pid_file.exists)
         child, parent, _ = map(int, pid_file.read_text().split())
         os.kill(parent, signal.SIGKILL)
         worker.join(60)
         assert outcome, "run_isolated did not return"
         assert (outcome[0].status, outcome[0].result["attempt"], outcome[0].attempts) == ("ok", 2, 2), outcome
-        assert _wait_for(lambda: _gone(child), 10)
+        assert wait_for(lambda: _gone(child), 10)
         assert "the launcher process died" in (tmp_path / "hang" / "log.txt").read_text()
 
 
@@ -203,12 +195,12 @@ def test_sigkilled_tuner_leaves_no_process_behind(tmp_path, method):
     """tuner SIGKILLed -> launcher exits -> its child is killed (spawn: the child directly)."""
     tuner = subprocess.Popen([sys.executable, "-c", TUNER, str(tmp_path), method])
     try:
-        assert _wait_for((tmp_path / "pids").exists, 120), "the candidate never started"
+        assert wait_for((tmp_path / "pids").exists, 120), "the candidate never started"
         child, parent = map(int, (tmp_path / "pids").read_text().split())
         assert parent == tuner.pid if method == "spawn" else parent != tuner.pid
         tuner.kill()
         tuner.wait()
-        assert _wait_for(lambda: _gone(child) and _gone(parent), 10), "an orphan survived the tuner"
+        assert wait_for(lambda: _gone(child) and _gone(parent), 10), "an orphan survived the tuner"
         assert not _holding(tmp_path / "child" / "log.txt"), "a process still writes the log"
     finally:
         tuner.kill()
@@ -219,7 +211,7 @@ def test_prestart_readies_the_launcher_the_first_candidate_then_uses(tmp_path, f
     from gptuner_core.engine.process.isolation import prestart
 
     prestart({"backend": "onnxruntime"}, "auto")
-    assert _wait_for(lambda: launcher._shared is not None, 120)  # noqa: SLF001
+    assert wait_for(lambda: launcher._shared is not None, 120)  # noqa: SLF001
     started = launcher.shared().pid
     assert _report(tmp_path, "first")["ppid"] == started
 

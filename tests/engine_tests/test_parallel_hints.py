@@ -17,6 +17,8 @@ from gptuner_core.records import LatencyStats
 from gptuner_core.routes import Route
 from gptuner_core.strategies import Proposal
 
+from .conftest import wait_for
+
 
 def _done(number: int, ms: float) -> CandidateRecord:
     lat = LatencyStats(median_ms=ms, mean_ms=ms, min_ms=ms, p5_ms=ms, p95_ms=ms, p99_ms=ms,
@@ -65,10 +67,7 @@ class _Three:
 
 
 def _until(check, what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
+    assert wait_for(check, 30, poll_s=0.01), what
 
 
 def test_a_finalist_measured_before_an_earlier_candidate_is_hinted_before_that_one_commits():
