@@ -44,8 +44,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
 
+from gptuner_core.engine.process.isolation import last_phase
 from gptuner_core.engine.process.isolation import write_json_atomic
 from gptuner_core.engine.process.turn import TURN
+from gptuner_core.engine.process.turn import WAIT
 
 
 if TYPE_CHECKING:
@@ -119,9 +121,6 @@ class _Pending:
 
     def loaded(self) -> bool:
         """Its process has loaded and waits for its turn (or has ended: nothing to wait for)."""
-        from gptuner_core.engine.process.isolation import last_phase
-        from gptuner_core.engine.process.turn import WAIT
-
         return last_phase(self.workdir) == WAIT or not self.alive()
 
     def join(self, timeout: float | None = None) -> None:
