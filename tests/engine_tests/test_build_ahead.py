@@ -170,6 +170,10 @@ def test_pool_asks_the_backend_per_route(tmp_path):
     torch_cpu = RouteDeviceUse("torch", {"device": "cpu"})
     assert torch_cpu(Route.parse("-torch:mode=default"))  # CPU builds use the measured cores
     assert RouteDeviceUse("no-such-backend")(Route.parse("-a=b"))  # unknown: the safe answer
+    # where round processes load: torch on the CPU loads on no device, ahead; an unknown
+    # backend: the safe answer, alone in its turn
+    assert torch_cpu.round_loading(Route.parse("-torch:mode=default")) == "ahead"
+    assert RouteDeviceUse("no-such-backend").round_loading(Route.parse("-a=b")) == "alone"
 
 
 def test_builds_share_the_cores_out(monkeypatch):

@@ -340,14 +340,8 @@ class IsolatedEvaluator:
             from gptuner_core.routes import Route
 
             cfg = self.ctx.config
-            uses = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), loading=True)
-            together = RouteDeviceUse(cfg.backend, dict(cfg.backend_options), side_by_side=True)
-
-            def loads(text: str) -> str:  # "ahead", "in_turn" (side by side) or "alone"
-                route = Route.parse(text)
-                return ("in_turn" if together(route) else "alone") if uses(route) else "ahead"
-
-            self._loads = cache(loads)
+            uses = RouteDeviceUse(cfg.backend, dict(cfg.backend_options))
+            self._loads = cache(lambda text: uses.round_loading(Route.parse(text)))
         where = [self._loads(c.record.requested_route) for c in calls]
         in_turn = [c for c, w in zip(calls, where, strict=True) if w == "in_turn"]
         calls = [c for c, w in zip(calls, where, strict=True) if w == "ahead"]

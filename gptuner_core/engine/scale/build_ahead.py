@@ -53,32 +53,38 @@ def build_uses_device(backend: str, options: dict | None = None) -> bool:
 
 class RouteDeviceUse:
     """Per route, whether its build touches the measuring device (``Backend.route_uses_device``,
-    asked in the coordinator before the build starts); ``loading``: whether loading its build
-    does (``Backend.load_uses_device``, asked before its round processes start ahead);
-    ``side_by_side``: whether processes loading it on the device may load together
-    (``Backend.loads_side_by_side``). Any failure to answer gives the safe answer: touching the
-    device (never overlapped with a measurement), not side by side (each loads alone)."""
+    asked in the coordinator before the build starts), and where its round processes load
+    (:meth:`round_loading`). The backend is loaded once for every question. Any failure to
+    answer gives the safe answer: touching the device (never overlapped with a measurement), not
+    side by side (each loads alone)."""
 
-    def __init__(self, backend: str, options: dict | None = None, *, loading: bool = False,
-                 side_by_side: bool = False) -> None:
+    def __init__(self, backend: str, options: dict | None = None) -> None:
         from gptuner_core.backends import load_backend
 
-        self._safe = not side_by_side
         try:
-            loaded = load_backend(backend, options or {})
+            self._backend = load_backend(backend, options or {})
         except Exception:  # noqa: BLE001 - unloadable: every build counts as using the device
-            self._ask = None
-        else:
-            self._ask = (loaded.loads_side_by_side if side_by_side
-                         else loaded.load_uses_device if loading else loaded.route_uses_device)
+            self._backend = None
+
+    def _ask(self, question: str, route: object, safe: bool) -> bool:
+        if self._backend is None:
+            return safe
+        try:
+            return bool(getattr(self._backend, question)(route))
+        except Exception:  # noqa: BLE001 - the safe answer
+            return safe
 
     def __call__(self, route: object) -> bool:
-        if self._ask is None:
-            return self._safe
-        try:
-            return bool(self._ask(route))
-        except Exception:  # noqa: BLE001 - the safe answer
-            return self._safe
+        return self._ask("route_uses_device", route, True)
+
+    def round_loading(self, route: object) -> str:
+        """``"ahead"``: loading ``route``'s build leaves the device alone
+        (``Backend.load_uses_device``), its round processes load ahead; ``"in_turn"``: it loads
+        on the device, and processes may load side by side (``Backend.loads_side_by_side``), so
+        one turn loads the next rounds' too; ``"alone"``: each loads in its own turn."""
+        if not self._ask("load_uses_device", route, True):
+            return "ahead"
+        return "in_turn" if self._ask("loads_side_by_side", route, False) else "alone"
 
 
 #: PyTorch's variable for Inductor's compile worker processes (read when torch is imported)
