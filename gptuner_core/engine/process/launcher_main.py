@@ -51,9 +51,10 @@ PRELOAD = (
     "numpy", "onnx", "gptuner_core", "gptuner_core.engine.process.child", "gptuner_core.measurement",
     "gptuner_core.routes", "gptuner_core.backends.onnxruntime", "gptuner_core.testing.faulty_backend",
 )
-#: imported once by a ``torch`` launcher (the fork server of torch on a GPU): never CUDA itself
+#: imported once by a ``torch`` launcher (the fork server of torch on a GPU): never CUDA itself,
+#: nor onnx, which no torch candidate uses (0.3-0.8 s before the study's first fork)
 TORCH_PRELOAD = (
-    *PRELOAD[:2], "torch", "torch._dynamo", "torch._inductor.compile_fx", "gptuner_core",
+    PRELOAD[0], "torch", "torch._dynamo", "torch._inductor.compile_fx", "gptuner_core",
     "gptuner_core.engine.process.child", "gptuner_core.measurement", "gptuner_core.routes",
     "gptuner_core.backends.torch_inductor.backend", "gptuner_core.backends.torch_inductor.build",
     "gptuner_core.backends.torch_inductor.reload", "gptuner_core.backends.torch_inductor.runner",
