@@ -16,7 +16,7 @@ def _drop_working_directory() -> None:
 
 _drop_working_directory()
 
-from gptuner_core.cli import main  # noqa: E402
+from gptuner_core.cli import console  # noqa: E402
 
 
-sys.exit(main())
+console()

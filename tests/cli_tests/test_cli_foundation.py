@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -356,3 +357,31 @@ class TestDryRunEveryStrategy:
         code, out, _ = run(capsys, "dry-run", "--knob-db", DB, "--expr", self.EXPR,
                            "--search", "fast_tpe", "--max-candidates", "3")
         assert code == 0 and "--search fast_tpe: 3 builds (--max-candidates)" in out
+
+
+@pytest.mark.parametrize("with_torch", [False, True])
+def test_the_command_leaves_without_the_interpreter_teardown_once_torch_is_imported(tmp_path, with_torch):
+    """``python -m gptuner_core`` and the console script end through :func:`cli.console`: with
+    torch imported the interpreter's teardown took 0.7 s after a torch study's verdict (its
+    input shapes import torch in the CLI), which a pipeline waited for. Exit handlers still run,
+    the output is flushed, the status kept; only the teardown (a module object's finaliser
+    here) is skipped, and only with torch imported."""
+    if with_torch:
+        pytest.importorskip("torch")
+    (tmp_path / "probe_teardown.py").write_text(
+        "import atexit, pathlib\n"
+        f"HERE = pathlib.Path({str(tmp_path)!r})\n"
+        "class Probe:\n"
+        "    def __del__(self):\n"
+        "        (HERE / 'teardown').write_text('ran')\n"
+        "probe = Probe()\n"
+        "atexit.register((HERE / 'atexit').write_text, 'ran')\n")
+    code = ("import sys, probe_teardown\n"
+            + ("import torch\n" if with_torch else "")
+            + "sys.argv[1:] = ['dry-run', '--knob-db', sys.argv[1], '--expr', '-peep:max=[1|2]']\n"
+            "from gptuner_core.cli import console\nconsole()\n")
+    out = subprocess.run([sys.executable, "-c", code, DB], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    assert out.returncode == 2 and out.stderr.startswith("gptuner: error:"), out.stderr
+    assert (tmp_path / "atexit").exists()
+    assert (tmp_path / "teardown").exists() is not with_torch
