@@ -42,7 +42,7 @@ case "$1" in
       --background-builds 3 --time-budget "$BUDGET" --json "$OUT/aa.jsonl" 2>&1 | tee "$OUT/aa.txt" ;;
   effect)
     $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/effect" --model "$MODEL" --dataset "$DATA" \
-      --batch-size 32 --rounds 12 --repeats "${REPEATS:-10}" --first-study "${FIRST:-0}" --background-builds 3 \
+      --batch-size 32 --rounds 12 --repeats "${REPEATS:-10}" --first-study "${FIRST:-0}" --background-builds "${BG:-3}" \
       --effect-expr "${EFFECT_EXPR:--torch:precision=fp32 -inductor:freezing=[on]}" \
       --time-budget "$BUDGET" --json "$OUT/effect.jsonl" 2>&1 | tee "$OUT/effect.txt" ;;
   studies)
