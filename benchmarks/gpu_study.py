@@ -15,7 +15,8 @@ to last finished), GPU busy share during screening and over the whole run (NVML 
 sampled every 0.2 s by this process), start-up per process (median and max, candidates and
 re-validation: request to the child's first phase), seconds per re-validation round split into
 start-up, compile (the model, CUDA's set-up and the route from the warm Inductor cache) and
-measure, the winner and verdict; then the ratio. It measures; it asserts nothing::
+measure, the winner and verdict, and the set-up's steps before the first candidate
+(``startup``: ``$GPTUNER_STARTUP_TRACE``); then the ratio. It measures; it asserts nothing::
 
     unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/pyc PYTHONPATH=$PWD
     python3 benchmarks/gpu_study.py --dir /tmp/gs --modes new,old --build-workers 5
@@ -97,14 +98,15 @@ def _child(mode: str, workers: int, study: str, tune_args: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     import logging
 
-    from gptuner_core.cli import main
+    from gptuner_core.cli import console
 
     logging.basicConfig(level=logging.WARNING)
     _round_loads(os.environ.get(ROUND_LOADS, ""))
     _load_threads(os.environ.get(LOAD_THREADS, ""))
     _rounds_from(os.environ.get(ROUNDS_FROM, ""))
     build_workers = 1 if mode == "old" else workers
-    return main(["tune", *tune_args, "--build-workers", str(build_workers), "--study", study, "--quiet"])
+    # as the gptuner command ends (cli.console): its exit without the interpreter's teardown
+    console(["tune", *tune_args, "--build-workers", str(build_workers), "--study", study, "--quiet"])
 
 
 #: this benchmark's A/B of how many round processes load at once (issue 38 item 2): unset, the
@@ -278,6 +280,15 @@ def summary(mode: str, study: Path, wall: float, busy, start: float, end: float,
     }
 
 
+def startup(trace: Path, start: float) -> list:
+    """The set-up's steps (``who``, ``step``, start and end in seconds from the study's start):
+    the CLI's input shapes and its fork server's start, each module the fork server imported."""
+    from gptuner_core.engine.process.startup_trace import read
+
+    return [[r["who"], r["step"], round(r["start"] - start, 2), round(r["end"] - start, 2)]
+            for r in read(trace)]
+
+
 def device_spans(recs) -> dict:
     """Seconds the candidates held the device alone (each one's ``measure_start`` to
     ``measure_end``, summed) and from the first candidate's warmup on the shared device to the
@@ -368,7 +379,10 @@ def main(argv: list[str] | None = None) -> int:
         study = fresh_folder(args.dir / f"{i:02d}_{model or 'default'}_{mode}")
         busy = GpuBusy(int(args.device.partition(":")[2] or 0)).start() if args.device != "cpu" else None
         t0, start = time.perf_counter(), time.time()
-        env = {**os.environ, **ENV.get(mode, {})}
+        trace = study.parent / f"{study.name}_startup.jsonl"  # the set-up's steps (startup_trace)
+        trace.parent.mkdir(parents=True, exist_ok=True)  # before the study makes its folder
+        trace.unlink(missing_ok=True)
+        env = {**os.environ, **ENV.get(mode, {}), "GPTUNER_STARTUP_TRACE": str(trace)}
         code = subprocess.call([sys.executable, __file__, "--child", mode, str(workers), str(study), *args_i],
                                env=env)
         wall, end = time.perf_counter() - t0, time.time()
@@ -377,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         row = {"model": model, "exit": code, "round_loads": os.environ.get(ROUND_LOADS, ""),
                "load_threads": os.environ.get(LOAD_THREADS, "") or "one",
                "rounds_from": os.environ.get(ROUNDS_FROM, "") or "build",
-               **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1)}
+               **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1),
+               "startup": startup(trace, start)}
         rows.append(row)
         _emit(row, args.json)
     for row in summarize(rows):

@@ -182,18 +182,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["main"]
-
-
-def console() -> NoReturn:
-    """The console script and ``python -m gptuner_core``: :func:`main`, then its status. Once
-    torch is imported (a torch study's input shapes import it here) the process leaves as the
-    interpreter would (other threads joined, every exit handler run, the output flushed) but
-    without its teardown: with torch that took 0.7 s after the verdict, which a pipeline waited
-    for."""
+def console(argv: Sequence[str] | None = None) -> NoReturn:
+    """The console script and ``python -m gptuner_core``: :func:`main` (``argv`` as there), then
+    its status. Once torch is imported (a torch study's input shapes import it here) the process
+    leaves as the interpreter would (other threads joined, every exit handler run, the output
+    flushed) but without its teardown: with torch that took 0.7 s after the verdict, which a
+    pipeline waited for."""
     import threading
 
-    status = main()
+    status = main(argv)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's, as at exit
     if "torch" not in sys.modules or run_exit_handlers is None:
         sys.exit(status)
@@ -205,3 +202,6 @@ def console() -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(status)
+
+
+__all__ = ["console", "main"]

@@ -37,6 +37,7 @@ from gptuner_core.engine.loop.loop import run_loop
 from gptuner_core.engine.loop.signals import sigterm_as_interrupt
 from gptuner_core.engine.loop.sink import StoreSink
 from gptuner_core.engine.loop.sink import measuring_device
+from gptuner_core.engine.process.startup_trace import step
 from gptuner_core.errors import ConfigError
 from gptuner_core.errors import DeviceWaitEnded
 from gptuner_core.errors import GptunerError
@@ -97,7 +98,8 @@ class Tuner:
         cfg = self.config
         self.backend = load_backend(cfg.backend, cfg.backend_options)
         model = Path(cfg.model)
-        self.specs = self.backend.input_specs(model)
+        with step("cli", "input shapes"):
+            self.specs = self.backend.input_specs(model)
         self.db = self.backend.describe(model)
         self.expr = Expression.parse(cfg.expression, self.db)
         return fp.compute(

@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gptuner_core.engine.process.nvml import nvml_elsewhere
+from gptuner_core.engine.process.startup_trace import step
 
 
 #: imported once by the launcher: what a CPU candidate's child needs before its first phase
@@ -176,7 +177,8 @@ def _warm(models: list[str], warmed: dict[str, str]) -> None:
         try:
             from gptuner_core.backends.torch_inductor.model import warm_import
 
-            warm_import(text)
+            with step("fork server", f"import {text.rpartition(':')[0] or text}"):
+                warm_import(text)
         except Exception as exc:  # noqa: BLE001 - the child imports it and reports the error
             warmed[text] = f"{type(exc).__name__}: {exc}"
 
@@ -217,8 +219,8 @@ def _preload(names: list[str], parent_pid: int, kind: str) -> str:
         with nvml_elsewhere() as patch_nvml:
             for name in names:  # a module, or "module:function" to import and call
                 module, _, call = name.partition(":")
-                with contextlib.suppress(Exception):  # a child imports what the launcher could not
-                    loaded = importlib.import_module(module)
+                with contextlib.suppress(Exception), step("fork server", name):  # a child imports
+                    loaded = importlib.import_module(module)  # what the launcher could not
                     if call:
                         getattr(loaded, call)()
                 if kind == "torch":

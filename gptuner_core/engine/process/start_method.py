@@ -16,6 +16,7 @@ import os
 import sys
 from typing import Any
 
+from gptuner_core.engine.process.startup_trace import step
 from gptuner_core.errors import ConfigError
 
 
@@ -81,6 +82,8 @@ def prestart(job: dict[str, Any], start_method: str | None = None) -> None:
 
         def start() -> None:
             with contextlib.suppress(launcher.LauncherUnavailable, OSError):
-                launcher.shared(kind).warm(warm_models(job))
+                with step("cli", f"{kind} fork server started"):
+                    server = launcher.shared(kind)
+                server.warm(warm_models(job))
 
         threading.Thread(target=start, name="gptuner-launcher-start", daemon=True).start()
