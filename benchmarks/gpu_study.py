@@ -16,7 +16,8 @@ sampled every 0.2 s by this process), start-up per process (median and max, cand
 re-validation: request to the child's first phase), seconds per re-validation round split into
 start-up, compile (the model, CUDA's set-up and the route from the warm Inductor cache) and
 measure, the winner and verdict, and the set-up's steps before the first candidate
-(``startup``: ``$GPTUNER_STARTUP_TRACE``); then the ratio. It measures; it asserts nothing::
+(``startup``: ``$GPTUNER_STARTUP_TRACE``) and the study's floor beside its limit (:func:`floor_s`);
+then the ratio. It measures; it asserts nothing::
 
     unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/pyc PYTHONPATH=$PWD
     python3 benchmarks/gpu_study.py --dir /tmp/gs --modes new,old --build-workers 5
@@ -313,6 +314,35 @@ def _emit(row: dict, path: str | None) -> None:
             fh.write(line + "\n")
 
 
+def floor_s(row: dict) -> dict:
+    """What the study cannot go under with its work per candidate, every other second removed
+    (issue 38 item 3): the fork server's imports (``startup``: its first step to the end of
+    Inductor's; not counted in rows without the trace), the first build (the candidates build together),
+    one candidate's accuracy outputs (all at once, on the shared device), every candidate's
+    samples and profile (one at a time on the device) and the rounds' measured seconds."""
+    tl, startup = row.get("timeline") or {}, row.get("startup") or []
+    server = [s for s in startup if s[0] == "fork server"]
+    inductor = [s for s in server if s[1] == "torch._inductor.compile_fx"]
+    imports = inductor[0][3] - server[0][2] if inductor else None  # None: not traced, not counted
+    builds, outputs, device = [], [], 0.0
+    for name, events in tl.items():
+        if name.startswith("r"):
+            continue
+        marks = {e[0]: e[1] for e in events if isinstance(e[1], (int, float))}
+        steps = next((e[1] for e in events if e[0] == "steps"), {})
+        if "build" in marks and "wait" in marks:
+            builds.append(marks["wait"] - marks["build"])
+        if "outputs" in steps:
+            outputs.append(steps["outputs"])
+        device += steps.get("samples", 0.0) + steps.get("profile", 0.0)
+    rounds = sum(r.get("measure", 0.0) for r in row.get("rounds") or [])
+    floor = (imports or 0.0) + min(builds, default=0.0) + min(outputs, default=0.0) + device + rounds
+    return {"floor_s": round(floor, 1),
+            "floor_parts": {"imports_s": None if imports is None else round(imports, 2), "first_build_s": round(min(builds, default=0.0), 2),
+                            "outputs_s": round(min(outputs, default=0.0), 2),
+                            "samples_and_profiles_s": round(device, 2), "rounds_measured_s": round(rounds, 2)}}
+
+
 def summarize(rows: list[dict]) -> list[dict]:
     """Per model: the median wall of each mode, their ratio, the new mode's wall over its limit,
     and whether every run (both modes, every repeat) named the same route."""
@@ -330,6 +360,8 @@ def summarize(rows: list[dict]) -> list[dict]:
             "same_named_route": len({r["winner"] for r in mine}) == 1,
             "ties": sorted({r.get("tie") or "" for r in mine} - {""}),
             "new_wall_over_limit": [round(r["wall_s"] / r["limit_s"], 2) for r in new if r.get("limit_s")],
+            "new_floor_over_limit": [round(floor_s(r)["floor_s"] / r["limit_s"], 2) for r in new
+                                     if r.get("limit_s")],
             "round_wall_s_median_new": [r.get("round_wall_s_median") for r in new],
         })
     return out
@@ -393,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                "rounds_from": os.environ.get(ROUNDS_FROM, "") or "build",
                **summary(mode, study, wall, busy, start, end, workers if mode == "new" else 1),
                "startup": startup(trace, start)}
+        row.update(floor_s(row))
         rows.append(row)
         _emit(row, args.json)
     for row in summarize(rows):
