@@ -330,8 +330,9 @@ def floor_s(row: dict) -> dict:
             continue
         marks = {e[0]: e[1] for e in events if isinstance(e[1], (int, float))}
         steps = next((e[1] for e in events if e[0] == "steps"), {})
-        if "build" in marks and "wait" in marks:
-            builds.append(marks["wait"] - marks["build"])
+        built = marks.get("wait", marks.get("measure"))  # overlap: waits for its turn; else measures
+        if "build" in marks and built is not None:
+            builds.append(built - marks["build"])
         if "outputs" in steps:
             outputs.append(steps["outputs"])
         device += steps.get("samples", 0.0) + steps.get("profile", 0.0)
