@@ -47,6 +47,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -115,8 +116,6 @@ def one_study(index: int, cfg, default, evaluator, store, copies: int, effect=No
     routes = [default, effect] if effect is not None else [default] * copies
     # a study of the same number from an earlier call on this machine (same --dir): its rounds
     # would be read with this one's (session 52: rounds 9-11 of another study in round_times)
-    import shutil
-
     shutil.rmtree(evaluator.ctx.workspace.root / "aa" / f"s{index:02d}", ignore_errors=True)
     prefixed = _Prefixed(evaluator, f"aa/s{index:02d}")
     rounds_ahead(cfg, prefixed, [route.replace(number=n) for n, route in enumerate(routes)])
@@ -219,8 +218,6 @@ class Background:
             t.start()
 
     def _work(self, i: int) -> None:
-        import shutil
-
         from gptuner_core.engine.evaluate.evaluator import BUILD_ONLY_TARGET
 
         k = 0

@@ -16,8 +16,8 @@ sampled every 0.2 s by this process), start-up per process (median and max, cand
 re-validation: request to the child's first phase), seconds per re-validation round split into
 start-up, compile (the model, CUDA's set-up and the route from the warm Inductor cache) and
 measure, the winner and verdict, and the set-up's steps before the first candidate
-(``startup``: ``$GPTUNER_STARTUP_TRACE``) and the study's floor beside its limit (:func:`floor_s`);
-then the ratio. It measures; it asserts nothing::
+(``startup``: ``$GPTUNER_STARTUP_TRACE``) and the study's floor beside its limit
+(``study_bounds.py``); then the ratio. It measures; it asserts nothing::
 
     unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/pyc PYTHONPATH=$PWD
     python3 benchmarks/gpu_study.py --dir /tmp/gs --modes new,old --build-workers 5
@@ -28,9 +28,9 @@ then the ratio. It measures; it asserts nothing::
 ``--plan`` runs torchvision models (``benchmarks/torchvision_models.py``: ResNet-50 b32,
 ConvNeXt-Tiny b16, ViT-B/16 b8) over issue 38's 6 routes (:data:`EXPR6`, the best two
 re-validated in 4 rounds); each row adds the named route's tie (if any), processes refused for
-running other code than the screened build, and the study's limit (:func:`limit_s`); the summary
-gives, per model, the old/new wall ratio, the new mode's wall over its limit and whether every
-run named the same route.
+running other code than the screened build, and the study's limit and floor
+(``study_bounds.py``); the summary gives, per model, the old/new wall ratio, the new mode's wall
+and floor over its limit and whether every run named the same route.
 
 Without ``-- TUNE_ARGS`` it tunes ResNet-50 (``benchmarks/resnet50_model.py``, random weights,
 batch 32) over 8 routes: ``-torch:mode=[default|reduce-overhead]
@@ -49,6 +49,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from study_bounds import floor_s
+from study_bounds import limit_s
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,17 +194,6 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def limit_s(recs, rounds, workers: int) -> dict:
-    """The study's limit: max(build CPU seconds / build workers, screening measurement seconds)
-    + re-validation measurement seconds (what no scheduling can beat on this machine)."""
-    build = sum(r.build_time_s or 0.0 for r in recs)
-    screen = sum(r.measure_time_s or 0.0 for r in recs)
-    reval = sum(float(r.get("measure", 0.0)) for r in rounds)
-    return {"limit_s": round(max(build / max(workers, 1), screen) + reval, 1),
-            "limit_parts": {"build_cpu_s": round(build, 1), "build_workers": workers,
-                            "screening_measure_s": round(screen, 1), "revalidation_measure_s": round(reval, 1)}}
-
-
 def timeline(study: Path, start: float, recs) -> dict:
     """Each process's phases, seconds from the study's start: the candidates' (``NNNNN``, ending
     with their result's time) and the re-validation rounds' (``rR_NNNNN``), from their ``phase``
@@ -312,36 +304,6 @@ def _emit(row: dict, path: str | None) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
-
-
-def floor_s(row: dict) -> dict:
-    """What the study cannot go under with its work per candidate, every other second removed
-    (issue 38 item 3): the fork server's imports (``startup``: its first step to the end of
-    Inductor's; not counted in rows without the trace), the first build (the candidates build together),
-    one candidate's accuracy outputs (all at once, on the shared device), every candidate's
-    samples and profile (one at a time on the device) and the rounds' measured seconds."""
-    tl, startup = row.get("timeline") or {}, row.get("startup") or []
-    server = [s for s in startup if s[0] == "fork server"]
-    inductor = [s for s in server if s[1] == "torch._inductor.compile_fx"]
-    imports = inductor[0][3] - server[0][2] if inductor else None  # None: not traced, not counted
-    builds, outputs, device = [], [], 0.0
-    for name, events in tl.items():
-        if name.startswith("r"):
-            continue
-        marks = {e[0]: e[1] for e in events if isinstance(e[1], (int, float))}
-        steps = next((e[1] for e in events if e[0] == "steps"), {})
-        built = marks.get("wait", marks.get("measure"))  # overlap: waits for its turn; else measures
-        if "build" in marks and built is not None:
-            builds.append(built - marks["build"])
-        if "outputs" in steps:
-            outputs.append(steps["outputs"])
-        device += steps.get("samples", 0.0) + steps.get("profile", 0.0)
-    rounds = sum(r.get("measure", 0.0) for r in row.get("rounds") or [])
-    floor = (imports or 0.0) + min(builds, default=0.0) + min(outputs, default=0.0) + device + rounds
-    return {"floor_s": round(floor, 1),
-            "floor_parts": {"imports_s": None if imports is None else round(imports, 2), "first_build_s": round(min(builds, default=0.0), 2),
-                            "outputs_s": round(min(outputs, default=0.0), 2),
-                            "samples_and_profiles_s": round(device, 2), "rounds_measured_s": round(rounds, 2)}}
 
 
 def summarize(rows: list[dict]) -> list[dict]:
