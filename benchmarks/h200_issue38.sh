@@ -4,6 +4,9 @@
 #   benchmarks/h200_issue38.sh effect  10 studies of a route about 10 % faster on ResNet-50, the tuner's
 #                                      12-round budget (item 4; freezing screened 1.09x on the H100)
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
+#   benchmarks/h200_issue38.sh turn    the studies (ResNet-50, ConvNeXt-Tiny, ViT-B/16), then where a round's
+#                                      turn goes: each study's round-0 processes loaded again, their
+#                                      first call under cProfile, three calls and the samples
 #   benchmarks/h200_issue38.sh threads ConvNeXt-Tiny and ResNet-50 with round processes building their
 #                                      model on torch's default threads, then on one (GS_LOAD_THREADS)
 #   benchmarks/h200_issue38.sh early   ResNet-50 and ViT-B/16 with round processes started once the default
@@ -48,6 +51,15 @@ case "$1" in
   studies)
     $PY benchmarks/gpu_study.py --dir "$W/gs" --build-workers 7 --json "$OUT/gs.jsonl" \
       --plan "${PLAN:-resnet50:new,vit_b_16:new,convnext_tiny:new}" 2>&1 | tee "$OUT/gs.txt" ;;
+  turn)  # session 53: a round's timed part is its processes' first calls, samples and hand-overs
+    # (H200, session 52: ConvNeXt-Tiny 4.2-5.0 s for about 2.25 s of samples); the rows' rounds give
+    # `sampling` apart from `measure`, load_profile.py --first-call what the first call does
+    $PY benchmarks/gpu_study.py --dir "$W/gs" --build-workers 7 --json "$OUT/gs.jsonl" \
+      --plan "${PLAN:-resnet50:new,convnext_tiny:new,vit_b_16:new}" 2>&1 | tee "$OUT/gs.txt"
+    for study in "$W"/gs/*_new; do
+      $PY benchmarks/load_profile.py --study "$study" --folders r0_ --limit 3 --first-call --top 40 \
+        --out "$OUT/turn_$(basename "$study").txt" 2>&1 | tee -a "$OUT/gs.txt" || true
+    done ;;
   rounds)  # how many round processes load at once: the tuner's rule, then LOADS (session 47: ConvNeXt's
     # 15 loads finished in round order 1.2 s apart, a queue that fewer loads at once may shorten for round 0)
     for loads in "" "${LOADS:-4}"; do
@@ -72,5 +84,5 @@ case "$1" in
       GS_ROUNDS_FROM=${step#*:} $PY benchmarks/gpu_study.py --dir "$W/ge${step#*:}" --build-workers 7 \
         --json "$OUT/ge.jsonl" --plan "${step%%:*}:new" 2>&1 | tee -a "$OUT/ge.txt"
     done ;;
-  *) echo "usage: $0 aa|effect|studies|rounds|threads|early" >&2; exit 2 ;;
+  *) echo "usage: $0 aa|effect|studies|turn|rounds|threads|early" >&2; exit 2 ;;
 esac

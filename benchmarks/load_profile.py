@@ -10,6 +10,10 @@ keys the fork server computes, ``backends.torch_inductor.prime``), and prints th
 (``load_stats``) and cProfile's top functions by cumulative and own time.
 
     python3 benchmarks/load_profile.py --study /tmp/h200_issue38/gr/02_convnext_tiny_new --out prof.txt
+
+``--first-call`` profiles the round's turn instead (issue 38, item 2: on the H200 a ConvNeXt-Tiny
+round's three processes measured 4.2-5.0 s for about 2.25 s of samples): the load done ahead,
+untimed, then the first call under cProfile, three single calls and the samples.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def child(folder: Path, primed: bool, top: int) -> None:
-    """In this fresh process: the fork server's preload, untimed, then the load under cProfile."""
+def child(folder: Path, primed: bool, top: int, first_call: bool = False) -> None:
+    """In this fresh process: the fork server's preload, untimed, then the load under cProfile
+    (``first_call``: the load untimed, then the round's turn: its first call under cProfile,
+    three single calls, and the round's samples)."""
     import cProfile
     import importlib
     import io
@@ -54,6 +60,9 @@ def child(folder: Path, primed: bool, top: int) -> None:
     build = BuildResult(artifact=Path(str(job.artifact)), effective_route=job.effective_route or job.route,
                         info=job.info)
     preload_s = time.perf_counter() - t0
+    if first_call:
+        turn_profile(job, backend, build, top)
+        return
     prof = cProfile.Profile()
     t1 = time.perf_counter()
     prof.enable()
@@ -71,6 +80,54 @@ def child(folder: Path, primed: bool, top: int) -> None:
     print(out.getvalue())
 
 
+def turn_profile(job, backend, build, top: int) -> None:
+    """Where a round's turn goes once its process has loaded ahead (``load_ahead``): the runner's
+    first call (``prepare``: Triton's kernels loaded, CUDA graphs recorded) under cProfile, the
+    next three calls one by one, and the samples with the round's settings, as ``child._measure``
+    takes them."""
+    import cProfile
+    import io
+    import pstats
+
+    from gptuner_core.batching import take
+    from gptuner_core.engine.process.child import _npz
+    from gptuner_core.measurement import SamplingSettings
+    from gptuner_core.measurement import measure
+
+    t0 = time.perf_counter()
+    runner = backend.load_ahead(build)
+    load_s = time.perf_counter() - t0
+    first = take(_npz(job.inputs) or {}, job.batch_axes, slice(0, int(job.batch_size)))
+    prof = cProfile.Profile()
+    t1 = time.perf_counter()
+    prof.enable()
+    runner.prepare(first)
+    prof.disable()
+    first_s = time.perf_counter() - t1
+    calls = []
+    for _ in range(3):
+        t = time.perf_counter()
+        runner.time_calls(1)
+        calls.append(round(time.perf_counter() - t, 4))
+    settings = SamplingSettings(**job.measurement)
+    if job.measure_scale != 1.0:
+        settings = settings.scaled(job.measure_scale)
+    t2 = time.perf_counter()
+    result = measure(runner.time_calls, settings)
+    sampling_s = time.perf_counter() - t2
+    out = io.StringIO()
+    if top:
+        stats = pstats.Stats(prof, stream=out)
+        stats.sort_stats("cumulative").print_stats(top)
+        stats.sort_stats("tottime").print_stats(top // 2)
+    print(json.dumps({"folder": Path(str(job.artifact)).parent.name, "route": job.route, "load_s": round(load_s, 3),
+                      "first_call_s": round(first_s, 3), "next_calls_s": calls,
+                      "sampling_s": round(sampling_s, 3), "samples": len(result.samples_ms),
+                      "median_ms": round(result.stats.median_ms, 4), "stop": result.stats.stop_reason,
+                      "settings": {"max_time_s": settings.max_time_s, "warmup_s": settings.warmup_s}}))
+    print(out.getvalue())
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", type=Path, help="a finished torch study folder with revalidation/")
@@ -82,11 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel", default="",
                     help="also load the first folder's route in N fresh processes at once, for each N of "
                          "this comma-separated list (say 1,4,12): each load's steps, side by side")
+    ap.add_argument("--first-call", action="store_true",
+                    help="profile each folder's turn instead of its load: the first call (cProfile), "
+                         "three single calls and the round's samples, the load done ahead, untimed")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--primed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        child(args.child, args.primed, args.top)
+        child(args.child, args.primed, args.top, args.first_call)
         return 0
     if args.study is None or not (args.study / "revalidation").is_dir():
         print(f"load_profile: --study must be a study folder with revalidation/ (found {args.study})",
@@ -99,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
            "PYTHONPATH": str(REPO)}
     with args.out.open("w", encoding="utf-8") as fh:
         for folder in folders:
-            for primed in (False, True):
+            for primed in (True,) if args.first_call else (False, True):
                 cmd = [sys.executable, __file__, "--child", str(folder), "--top", str(args.top)]
+                cmd += ["--first-call"] if args.first_call else []
                 done = subprocess.run(cmd + (["--primed"] if primed else []), env=env, capture_output=True,
                                       text=True, check=False)
                 fh.write(f"=== {folder.name} primed={primed} rc={done.returncode}\n{done.stdout}\n")

@@ -165,6 +165,8 @@ def test_rounds_start_together_and_measure_one_at_a_time_with_their_split(tmp_pa
     times = event["round_times"]
     assert [r["round"] for r in times] == list(range(len(times))) and times
     assert all(r["processes"] == 2 and r["measure"] > 0 for r in times)
+    # the timed part's samples apart from its first calls and hand-over (where a turn goes)
+    assert all(0 < r["sampling"] <= r["measure"] for r in times), times
     windows = []
     for folder in sorted((study / "revalidation").iterdir()):
         marks = dict(_marks(folder))
@@ -192,6 +194,21 @@ def test_round_times_sum_each_rounds_processes(tmp_path):
         {"round": 0, "processes": 2, "startup": 0.6, "compile": 2.0, "measure": 1.0, "total": 3.6},
         {"round": 1, "processes": 1, "startup": 0.1, "compile": 1.0, "measure": 0.5, "total": 1.6},
     ]
+
+
+def test_round_times_add_the_samples_seconds_where_processes_give_them(tmp_path):
+    """A round's ``sampling`` is the seconds its processes spent taking samples, summed: the rest
+    of ``measure`` is their first calls (the runner's prepare) and the hand-over."""
+    from gptuner_core.engine.evaluate.rounds import round_times
+    from gptuner_core.engine.evaluate.rounds import split_of
+
+    for name, sampling in (("r0_00000", 0.3), ("r0_00003", 0.25), ("r1_00000", None)):
+        (tmp_path / "revalidation" / name).mkdir(parents=True)
+        split = split_of({"start": 0.1, "build": 1.0, "measure": 0.5}, sampling=sampling)
+        (tmp_path / "revalidation" / name / "times.json").write_text(json.dumps(split))
+    rows = round_times(tmp_path)
+    assert rows[0]["sampling"] == 0.55 and rows[0]["measure"] == 1.0
+    assert "sampling" not in rows[1]  # an older process's split has none: not a zero
 
 
 @pytest.mark.slow

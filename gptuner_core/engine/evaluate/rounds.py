@@ -46,18 +46,22 @@ _ROUND = re.compile(r"(?:^|/)r(\d+)_\d+$")
 _log = logging.getLogger(__name__)
 
 
-def split_of(phase_times: dict[str, float]) -> dict[str, float]:
+def split_of(phase_times: dict[str, float], sampling: float | None = None) -> dict[str, float]:
     """A re-measurement's seconds: ``startup`` (request to the child's first phase: the fork or
     the interpreter, imports), ``compile`` (the model, CUDA's set-up and the route compiled again
-    from the candidate's warm Inductor cache), ``measure`` (timing)."""
-    return {"startup": round(float(phase_times.get("start", 0.0)), 3),
-            "compile": round(float(phase_times.get("build", 0.0)), 3),
-            "measure": round(float(phase_times.get("measure", 0.0)), 3)}
+    from the candidate's warm Inductor cache), ``measure`` (its turn: the first calls, the
+    samples, the hand-over), and of it ``sampling`` where given (the samples alone)."""
+    split = {"startup": round(float(phase_times.get("start", 0.0)), 3),
+             "compile": round(float(phase_times.get("build", 0.0)), 3),
+             "measure": round(float(phase_times.get("measure", 0.0)), 3)}
+    if sampling is not None:
+        split["sampling"] = round(float(sampling), 3)
+    return split
 
 
 def record_split(workdir: Path, res: ChildResult) -> None:
     """Write :data:`SPLIT` beside the re-measurement's log and log the split."""
-    split = split_of(res.phase_times or {})
+    split = split_of(res.phase_times or {}, res.measure_time_s)
     end = time.time()  # wall-clock span: a round's processes may overlap (round_prefetch)
     split.update(end=round(end, 3), begin=round(end - sum((res.phase_times or {}).values()), 3))
     try:
@@ -71,7 +75,7 @@ def record_split(workdir: Path, res: ChildResult) -> None:
 def round_times(root: Path, folder: str = "revalidation", since: float | None = None) -> list[dict[str, float]]:
     """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
     each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
-    ``measure``, ``total``; ``span``: first request to last result of the round (its processes
+    ``measure`` (and ``sampling``, its samples alone, where the processes gave it), ``total``; ``span``: first request to last result of the round (its processes
     may have started rounds ahead); ``wall``: what the round added to the re-validation, from the
     later of its first request and the previous round's last result (round 0: the re-validation's
     start, ``since``, when given) to its last result."""
@@ -89,6 +93,8 @@ def round_times(root: Path, folder: str = "revalidation", since: float | None = 
         row["processes"] += 1
         for key in ("startup", "compile", "measure"):
             row[key] = round(row[key] + float(split.get(key, 0.0)), 3)
+        if "sampling" in split:  # older splits have none
+            row["sampling"] = round(row.get("sampling", 0.0) + float(split["sampling"]), 3)
         if "begin" in split:
             row["begin"] = min(row.get("begin", split["begin"]), split["begin"])
             row["end"] = max(row.get("end", split["end"]), split["end"])
