@@ -143,6 +143,10 @@ class Backend(abc.ABC):
     #: importing the framework costs seconds (torch): a long-lived process (the dashboard) asks
     #: this backend about a model in a child process (:mod:`gptuner_core.backends.probe`)
     heavy_import: ClassVar[bool] = False
+    #: the artifact is compiled for static input shapes (torch.compile): :meth:`build` takes
+    #: ``batch_size``, the study's batch (what the accuracy gate checks and the samples time),
+    #: and compiles for it, so that no measuring process compiles another shape in its turn
+    compiles_for_batch: ClassVar[bool] = False
     #: option name -> :class:`gptuner_core.options.Option` (a ``(description, default)`` pair
     #: is read as an Option taking any value); drives CLI help and the dashboard form.
     option_declarations: ClassVar[dict[str, Any]] = {}
@@ -205,6 +209,7 @@ class Backend(abc.ABC):
         """Build ``route`` for ``model`` into ``workdir`` (runs in the candidate's child process).
 
         ``calibration`` holds named input arrays for precision transforms that need calibration.
+        A backend that :attr:`compiles_for_batch` also takes ``batch_size`` (keyword).
         Raise :class:`gptuner_core.errors.BackendError` with a clear message on a build failure.
         """
 

@@ -200,3 +200,49 @@ def test_builds_and_processes_loading_ahead_build_their_model_on_one_thread(tmp_
     assert proc.returncode == 0, proc.stderr[-2000:]
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert facts == {"factory_threads": [1, 1, 2], "after": 2}
+
+
+BUILD_JOB = r"""
+import json, sys
+from pathlib import Path
+from gptuner_core.engine.process.child import build_only
+job = {"backend": "torch", "backend_options": {"device": "cpu", "compile_threads": 1}, "model": sys.argv[1],
+       "route": "-torch:precision=fp32", "inputs": sys.argv[2], "batch_size": int(sys.argv[3])}
+print(json.dumps(build_only(job, Path(sys.argv[4]), lambda name: None)))
+"""
+
+TURN = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+from torch._dynamo.utils import counters
+from gptuner_core.backends import BuildResult, load_backend
+built = json.loads(sys.argv[1])
+backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
+build = BuildResult(artifact=Path(built["artifact"]), effective_route=built["effective_route"], info=built["info"])
+runner = backend.load_ahead(build)  # a round's process, loaded ahead of its turn
+graphs = counters["stats"]["unique_graphs"]
+x = np.load(sys.argv[2])["x"][: int(sys.argv[3])]
+runner.prepare({"x": x})  # its turn: the first call on the study's batch
+print(json.dumps({"compiled_in_turn": counters["stats"]["unique_graphs"] - graphs,
+                  "example_batch": runner.compiled.example_shapes[0][0]}))
+"""
+
+
+@pytest.mark.slow
+def test_a_build_compiles_for_the_studys_batch_so_a_rounds_turn_compiles_nothing(tmp_path):
+    """The model's example has 32 rows and the study measures batches of 16: the build compiles
+    for 16 rows (what is checked and measured), so a round's process loaded ahead compiles
+    nothing when its turn's first call runs those 16 rows (before: Dynamo traced and Inductor
+    compiled a second graph in the turn, and the round's identity was the unmeasured graph's)."""
+    data = REPO / "assets/torch_digits_eval.npz"
+    build = subprocess.run([sys.executable, "-c", BUILD_JOB, MODEL, str(data), "16", str(tmp_path / "c")],
+                           capture_output=True, text=True, cwd=REPO, check=False)
+    assert build.returncode == 0, build.stderr[-2000:]
+    built = json.loads(build.stdout.strip().splitlines()[-1])
+    assert built["info"]["input_shapes"][0][0] == 16, built["info"]["input_shapes"]
+    turn = subprocess.run([sys.executable, "-c", TURN, json.dumps(built), str(data), "16"],
+                          capture_output=True, text=True, cwd=REPO, check=False)
+    assert turn.returncode == 0, turn.stderr[-2000:]
+    facts = json.loads(turn.stdout.strip().splitlines()[-1])
+    assert facts == {"compiled_in_turn": 0, "example_batch": 16}, facts

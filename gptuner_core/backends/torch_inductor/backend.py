@@ -69,6 +69,7 @@ class TorchInductorBackend(Backend):
 
     name = "torch"
     heavy_import = True  # the dashboard asks it about models in a child process
+    compiles_for_batch = True  # torch.compile(dynamic=False): one graph per input shape
     option_declarations = {
         "device": (
             "where to compile and run: auto (cuda:0 when CUDA is available, else cpu), cpu, "
@@ -235,8 +236,10 @@ class TorchInductorBackend(Backend):
         workdir: Path,
         *,
         calibration: dict[str, np.ndarray] | None = None,
+        batch_size: int | None = None,
     ) -> BuildResult:
-        """Compile ``route``; ``calibration`` is unused (no calibrated precision modes)."""
+        """Compile ``route`` for ``batch_size`` rows (the study's batch; the model's example
+        batch when ``None``); ``calibration`` is unused (no calibrated precision modes)."""
         import torch
 
         from gptuner_core.backends.torch_inductor import build as B
@@ -245,6 +248,7 @@ class TorchInductorBackend(Backend):
         device = self.device()
         db = self.knob_database(torch.device(device).type)
         loaded = M.load_model_on_one_thread(model)  # builds run side by side, one per build core
+        loaded = M.at_batch(loaded, batch_size)
         return B.build(
             loaded,
             db,

@@ -383,10 +383,10 @@ def build(
         "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]) - skips_before,
         "input_names": list(compiled.input_names),
         "input_shapes": [list(s) for s in compiled.example_shapes],
+        "batch": loaded.batch,  # a measuring process compiles again for it (reload)
         "output_names": list(compiled.output_names),
         "inductor_cache": str(cache_dir),
-        "compile_threads": compile_threads,
-        "threads": threads,
+        "compile_threads": compile_threads, "threads": threads,
         "cpu_threads_in_force": torch.get_num_threads(),
     }
     if runtime_config:

@@ -10,9 +10,9 @@ Accepted forms of the ``model`` path:
 
 A factory takes no arguments and returns ``(module, example_inputs)``: a ``torch.nn.Module`` and a
 tensor or a tuple/list of tensors (batch-first). Input names are the ``forward`` parameter names,
-and the first dimension is reported as dynamic (``"batch"``): the module is compiled for the
-example's shapes, and other batch sizes are chunked/padded or compiled when prepared (see
-:mod:`.runner`). A ``.pt2`` program reports its exported shapes (dynamic dims by symbol name).
+and the first dimension is reported as dynamic (``"batch"``): a study's build compiles the module
+for its ``--batch-size`` (the example's rows cut or repeated, :func:`at_batch`), and other batch
+sizes are chunked/padded or compiled when prepared (see :mod:`.runner`). A ``.pt2`` program reports its exported shapes (dynamic dims by symbol name).
 """
 
 from __future__ import annotations
@@ -45,12 +45,40 @@ class LoadedModel:
     #: per input: an int for a fixed dim, a name for a dynamic one
     dims: tuple[tuple[int | str, ...], ...] = ()
 
+    @property
+    def batch(self) -> int | None:
+        """The example's rows where every input is batch-first with the same rows, else ``None``."""
+        firsts = {int(t.shape[0]) if t.dim() else None for t in self.example_inputs}
+        return firsts.pop() if len(firsts) == 1 else None
+
     def input_specs(self) -> list[TensorSpec]:
         dims = self.dims or tuple(tuple(int(d) for d in t.shape) for t in self.example_inputs)
         return [
             TensorSpec(name=name, dtype=_dtype_name(t), shape=shape)
             for name, t, shape in zip(self.input_names, self.example_inputs, dims, strict=True)
         ]
+
+
+def at_batch(loaded: LoadedModel, batch: int | None) -> LoadedModel:
+    """``loaded`` with example inputs of ``batch`` rows, cut from the example's or its rows
+    repeated: the module is compiled for the shapes the study checks and measures (its
+    ``--batch-size``), not for the example's (a second graph, compiled in the measuring
+    process's turn). Unchanged when ``batch`` is ``None`` or the example's, when the inputs do
+    not share a batch dimension (:attr:`LoadedModel.batch`), or when an exported program fixed
+    its first dimension."""
+    import dataclasses
+
+    import torch
+
+    rows = loaded.batch
+    if not batch or rows is None or rows == batch:
+        return loaded
+    if loaded.kind == "exported" and not all(d and isinstance(d[0], str) for d in loaded.dims):
+        return loaded
+    copies = -(-int(batch) // rows)
+    examples = tuple((torch.cat([t] * copies) if copies > 1 else t)[: int(batch)].contiguous()
+                     for t in loaded.example_inputs)
+    return dataclasses.replace(loaded, example_inputs=examples)
 
 
 def _dtype_name(tensor: Any) -> str:

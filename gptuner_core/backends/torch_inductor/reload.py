@@ -29,6 +29,7 @@ from gptuner_core.backends.torch_inductor.build import compile_route
 from gptuner_core.backends.torch_inductor.build import resolve_device
 from gptuner_core.backends.torch_inductor.build import route_settings
 from gptuner_core.backends.torch_inductor.device_use import counters_now
+from gptuner_core.backends.torch_inductor.model import at_batch
 from gptuner_core.backends.torch_inductor.precision import apply_precision_flags
 from gptuner_core.errors import BackendError
 
@@ -73,7 +74,7 @@ def compiled_for(
     _use_cache_dir(cache_dir)
     apply_precision_flags(precision, dev_type)
     t0, before = time.perf_counter(), counters_now()
-    loaded = load_model(info["model"])
+    loaded = at_batch(load_model(info["model"]), info.get("batch"))  # the build's batch
     t_model = time.perf_counter()
     if torch.device(device).type == "cuda":  # the context alone (an allocation, no kernel)
         torch.empty(1, device=device)

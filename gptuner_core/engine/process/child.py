@@ -139,14 +139,20 @@ class _Steps:
         print(STEPS + json.dumps(self.seconds), file=sys.stderr, flush=True)
 
 
-def _build(job: ChildJob, backend: Any, workdir: Path, phase: Callable[[str], None]) -> tuple[Any, ChildResult]:
-    """Build, hash and identify the artifact (DUPLICATE when its key is already known)."""
+def build_route(backend: Any, job: ChildJob, out: Path) -> Any:
+    """``backend.build`` of the job's route into ``out`` (a ``BuildResult``); a backend that
+    compiles for static shapes builds for the study's batch (``Backend.compiles_for_batch``)."""
     from gptuner_core.routes import Route
 
+    batch = {"batch_size": int(job.batch_size)} if getattr(backend, "compiles_for_batch", False) else {}
+    return backend.build(Path(job.model), Route.parse(job.route), out, calibration=_npz(job.calibration), **batch)
+
+
+def _build(job: ChildJob, backend: Any, workdir: Path, phase: Callable[[str], None]) -> tuple[Any, ChildResult]:
+    """Build, hash and identify the artifact (DUPLICATE when its key is already known)."""
     phase("build")
     t0 = time.perf_counter()
-    build = backend.build(Path(job.model), Route.parse(job.route), workdir / "artifact",
-                          calibration=_npz(job.calibration))
+    build = build_route(backend, job, workdir / "artifact")
     build_time = time.perf_counter() - t0
     sha = file_sha256(build.artifact)
     size = (
@@ -247,7 +253,6 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
 
 
 def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
-    from gptuner_core.routes import Route
 
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
@@ -260,10 +265,7 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
             turn.lower_priority(int(job.turn.get("nice", 0)))
     phase("build")
     if getattr(backend, "reload_by_rebuilding", False):
-        build = backend.build(
-            Path(job.model), Route.parse(job.route), workdir / "artifact",
-            calibration=_npz(job.calibration),
-        )
+        build = build_route(backend, job, workdir / "artifact")
     else:
         build = ensure_built(job, backend)
     ahead = bool(job.turn.get("wait"))  # a round's process started ahead of its turn
@@ -296,7 +298,6 @@ def ensure_built(job: ChildJob, backend: Any) -> Any:
 def _rebuild_in_place(job: ChildJob, backend: Any, build: Any) -> Any:
     """A pruned candidate's artifact, rebuilt from its route into its own folder (once: later
     re-measurements find it there; a rebuild cut short is redone)."""
-    from gptuner_core.routes import Route
 
     folder = artifacts.candidate_dir_of(job.artifact)
     assert folder is not None, "only artifacts inside a candidate folder are pruned"
@@ -304,5 +305,4 @@ def _rebuild_in_place(job: ChildJob, backend: Any, build: Any) -> Any:
         if not needed:
             return build
         print(f"[gptuner] rebuilding pruned artifact of {folder.name} from route {job.route!r}", flush=True)
-        return backend.build(Path(job.model), Route.parse(job.route), folder / "artifact",
-                             calibration=_npz(job.calibration))
+        return build_route(backend, job, folder / "artifact")
