@@ -35,12 +35,16 @@ info = json.loads((workdir / "build.json").read_text())
 backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
 build = BuildResult(artifact=workdir / "generated", effective_route=info["route"], info=info)
 from gptuner_core.fingerprint import file_sha256
+from torch._dynamo.utils import counters
 runner = backend.load_ahead(build)  # a round's process before its turn: runs nothing
 ahead_live = runner.compiled.switch.live  # (a profiler here would change Inductor's cache key)
+graphs = counters["stats"]["unique_graphs"]
 with runner:
+    runner.prepare({"x": np.load(sys.argv[2])})  # its turn: the samples' first call, the study's batch
     out = runner.infer({"x": np.load(sys.argv[2])})
     np.save(sys.argv[3], out["output"])
     print(json.dumps({**runner.compiled.load_stats, "ahead_live": ahead_live,
+                      "compiled_in_turn": counters["stats"]["unique_graphs"] - graphs,
                       "same_identity": runner.identity == file_sha256(build.artifact)}))
 """
 
@@ -52,11 +56,11 @@ import numpy as np
 import torch
 from gptuner_core.backends import load_backend
 from gptuner_core.backends.torch_inductor import build as B
-from gptuner_core.backends.torch_inductor.model import load_model
+from gptuner_core.backends.torch_inductor.model import at_batch, load_model
 from gptuner_core.routes import Route
 model, out = sys.argv[1], Path(sys.argv[2])
 backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
-loaded = load_model(model)
+loaded = at_batch(load_model(model), 16)  # the study's batch: the example has 32 rows
 x = loaded.example_inputs[0].numpy()
 with torch.no_grad():
     np.save(out / "expected.npy", loaded.module(torch.from_numpy(x)).numpy())
@@ -69,7 +73,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as
     result = B.build(loaded, backend.knob_database("cpu"), Route.parse("-torch:precision=fp32"),
                      out / "artifact", model_text=model, device="cpu", compile_only=True, compile_threads=1)
 facts = {"build_calls": graph_calls(prof), "build_ran_model": result.info["build_ran_model"],
-         "files": sorted(p.name for p in result.artifact.iterdir())}
+         "files": sorted(p.name for p in result.artifact.iterdir()), "batch": result.info["batch"]}
 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
     with backend.load(result) as runner:  # same process: the build's module, now live
         y = runner.infer({"x": x})["output"]
@@ -107,6 +111,7 @@ def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
     assert facts["build_calls"] == 0  # compiled, never run
     assert facts["build_ran_model"] is False
     assert facts["files"] == ["graph_000.py"]
+    assert facts["batch"] == 16  # compiled for the study's batch (a measuring process compiles it again)
     assert facts["load_calls"] == 1
     expected = np.load(tmp_path / "expected.npy")
     np.testing.assert_allclose(np.load(tmp_path / "same.npy"), expected, rtol=1e-4, atol=1e-4)
@@ -123,6 +128,10 @@ def test_measuring_process_loads_the_build_from_its_caches(tmp_path):
     assert "loaded" in proc.stderr and "from its Inductor cache" in proc.stderr  # the candidate's log
     assert stats["ahead_live"] is False  # loaded ahead of its turn: the graphs ran nothing
     assert stats["same_identity"] is True  # the code compiled again is the screened build's
+    # the turn's first call on the study's batch compiles nothing (an example of 32 rows and
+    # batches of 16: before, every measuring process traced and compiled a second graph in its
+    # turn, and the identity checked was the graph not measured)
+    assert stats["compiled_in_turn"] == 0, stats
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, rtol=1e-4, atol=1e-4)
 
 
@@ -201,48 +210,3 @@ def test_builds_and_processes_loading_ahead_build_their_model_on_one_thread(tmp_
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert facts == {"factory_threads": [1, 1, 2], "after": 2}
 
-
-BUILD_JOB = r"""
-import json, sys
-from pathlib import Path
-from gptuner_core.engine.process.child import build_only
-job = {"backend": "torch", "backend_options": {"device": "cpu", "compile_threads": 1}, "model": sys.argv[1],
-       "route": "-torch:precision=fp32", "inputs": sys.argv[2], "batch_size": int(sys.argv[3])}
-print(json.dumps(build_only(job, Path(sys.argv[4]), lambda name: None)))
-"""
-
-TURN = r"""
-import json, sys
-from pathlib import Path
-import numpy as np
-from torch._dynamo.utils import counters
-from gptuner_core.backends import BuildResult, load_backend
-built = json.loads(sys.argv[1])
-backend = load_backend("torch", {"device": "cpu", "compile_threads": 1})
-build = BuildResult(artifact=Path(built["artifact"]), effective_route=built["effective_route"], info=built["info"])
-runner = backend.load_ahead(build)  # a round's process, loaded ahead of its turn
-graphs = counters["stats"]["unique_graphs"]
-x = np.load(sys.argv[2])["x"][: int(sys.argv[3])]
-runner.prepare({"x": x})  # its turn: the first call on the study's batch
-print(json.dumps({"compiled_in_turn": counters["stats"]["unique_graphs"] - graphs,
-                  "example_batch": runner.compiled.example_shapes[0][0]}))
-"""
-
-
-@pytest.mark.slow
-def test_a_build_compiles_for_the_studys_batch_so_a_rounds_turn_compiles_nothing(tmp_path):
-    """The model's example has 32 rows and the study measures batches of 16: the build compiles
-    for 16 rows (what is checked and measured), so a round's process loaded ahead compiles
-    nothing when its turn's first call runs those 16 rows (before: Dynamo traced and Inductor
-    compiled a second graph in the turn, and the round's identity was the unmeasured graph's)."""
-    data = REPO / "assets/torch_digits_eval.npz"
-    build = subprocess.run([sys.executable, "-c", BUILD_JOB, MODEL, str(data), "16", str(tmp_path / "c")],
-                           capture_output=True, text=True, cwd=REPO, check=False)
-    assert build.returncode == 0, build.stderr[-2000:]
-    built = json.loads(build.stdout.strip().splitlines()[-1])
-    assert built["info"]["input_shapes"][0][0] == 16, built["info"]["input_shapes"]
-    turn = subprocess.run([sys.executable, "-c", TURN, json.dumps(built), str(data), "16"],
-                          capture_output=True, text=True, cwd=REPO, check=False)
-    assert turn.returncode == 0, turn.stderr[-2000:]
-    facts = json.loads(turn.stdout.strip().splitlines()[-1])
-    assert facts == {"compiled_in_turn": 0, "example_batch": 16}, facts
