@@ -167,14 +167,23 @@ def test_rounds_start_together_and_measure_one_at_a_time_with_their_split(tmp_pa
     assert all(r["processes"] == 2 and r["measure"] > 0 for r in times)
     # the timed part's samples apart from its first calls and hand-over (where a turn goes)
     assert all(0 < r["sampling"] <= r["measure"] for r in times), times
-    windows = []
+    windows, warm = [], []
     for folder in sorted((study / "revalidation").iterdir()):
         marks = dict(_marks(folder))
-        assert list(marks)[:4] == ["start", "build", "wait", "measure"], (folder.name, marks)
+        names = list(marks)
+        # loaded ahead, then either warmed up with the other loaded processes (the device
+        # shared, nothing measured) and measured alone, or measured in one turn
+        assert names[:3] == ["start", "build", "wait"], (folder.name, marks)
+        assert names[3:6] == ["warmup", "ready", "measure"] or names[3] == "measure", (folder.name, marks)
+        if "warmup" in marks:
+            warm.append((marks["warmup"], marks["ready"]))
         windows.append((marks["measure"], (folder / "result.json").stat().st_mtime))
     windows.sort()
     for (_, a1), (b0, _) in zip(windows, windows[1:], strict=False):
         assert a1 <= b0, windows  # one measurement at a time (the next turn after the result)
+    assert len(warm) >= 2, warm  # a round's processes warmed up together
+    for w0, w1 in warm:  # and never while another measured
+        assert all(w1 <= m0 or w0 >= m1 for m0, m1 in windows), (w0, w1, windows)
 
 
 def _marks(folder: Path) -> list[tuple[str, float]]:

@@ -25,9 +25,22 @@ class _Process:
     cancelled: list[str] = []
     loading: set[str] = set()  # cancelled, still loading (alive)
 
-    def __init__(self, ev, record, purpose, scale, build_cpus, target, nice=0) -> None:
-        self.purpose = purpose
+    warm_ups: list[str] = []  # in the order their warm-up was granted
+    waiting: set[str] = set()  # loaded, waiting for their turn (the others still load)
+
+    def __init__(self, ev, record, purpose, scale, build_cpus, target, nice=0, round=0) -> None:  # noqa: A002
+        self.purpose, self.round, self.warming = purpose, round, False
         _Process.started.append(purpose)
+
+    def loaded(self) -> bool:
+        return self.purpose in _Process.waiting
+
+    def warm_up(self, cpus) -> None:
+        self.warming = True
+        _Process.warm_ups.append(self.purpose)
+
+    def warmed(self) -> bool:
+        return True
 
     def result(self, cpus):
         return f"measured {self.purpose} on {cpus}"
@@ -38,7 +51,7 @@ class _Process:
             _Process.loading.add(self.purpose)
 
     def alive(self) -> bool:
-        return self.purpose in _Process.loading
+        return self.purpose in _Process.loading or self.purpose in _Process.waiting
 
     def join(self, timeout=None) -> None:
         _Process.loading.discard(self.purpose)
@@ -64,6 +77,26 @@ def test_as_many_load_as_there_is_room_in_the_rounds_order(monkeypatch):
     line.cancel_all()
     assert sorted(_Process.cancelled) == sorted(set(_Process.started) - {"r0_0", "r0_1", "r0_2", "r3_2"})
     assert line.take("r3_0") is None  # cancelled: the caller measures it itself
+
+
+def test_a_turn_first_warms_the_loaded_processes_of_its_round_and_the_next_together(monkeypatch):
+    """Issue 38, item 2 (H100, session 53): a round's turn was its processes' first calls
+    (cuDNN's and cuBLAS's set-up, CUDA graphs recorded: 0.2-0.7 s each on ConvNeXt-Tiny) as much
+    as their samples, one after the other. The first turn of a round now grants a warm-up, the
+    device shared and nothing measured, to every process of that round and of the next that has
+    loaded; each then measures alone in its own turn, and a warmed process is not warmed again."""
+    monkeypatch.setattr(round_prefetch, "_Pending", _Process)
+    _Process.started, _Process.cancelled, _Process.warm_ups = [], [], []
+    line = RoundPrefetch(None, build_cpus=tuple(range(12)), measure_cpus=(14, 15), target="t")
+    line.start(_calls(4))
+    _Process.waiting = {f"r{r}_{n}" for r in range(2) for n in range(3)} | {"r2_0"}  # r2_0 too: not its round
+    assert line.take("r0_0") == "measured r0_0 on (14, 15)"
+    assert _Process.warm_ups == ["r0_0", "r0_1", "r0_2", "r1_0", "r1_1", "r1_2"]
+    assert line.take("r0_1") and line.take("r1_0")  # warm already: measured, not warmed again
+    assert _Process.warm_ups == ["r0_0", "r0_1", "r0_2", "r1_0", "r1_1", "r1_2"]
+    _Process.waiting = set()  # loading: its turn grants the device alone at once
+    assert line.take("r2_1") == "measured r2_1 on (14, 15)" and "r2_1" not in _Process.warm_ups
+    line.cancel_all()
 
 
 def test_few_cores_still_load_two_ahead():

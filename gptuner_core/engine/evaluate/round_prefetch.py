@@ -46,7 +46,9 @@ from typing import Any
 
 from gptuner_core.engine.process.isolation import last_phase
 from gptuner_core.engine.process.isolation import write_json_atomic
+from gptuner_core.engine.process.turn import READY
 from gptuner_core.engine.process.turn import TURN
+from gptuner_core.engine.process.turn import TURN_ALONE
 from gptuner_core.engine.process.turn import WAIT
 
 
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from gptuner_core.records import ChildResult
 
 
+#: a queued call: its record, sampling scale, niceness and round
+_Queued = tuple["CandidateRecord", float, int, int]
 #: niceness added per round between a process's round and the hint's first round
 NICE_PER_ROUND = 4
 #: niceness of the first round's processes: below the builds (0) that may still run
@@ -63,6 +67,8 @@ FIRST_ROUND_NICE = 2
 #: processes of a route that loads on the device started in one of its turns (that round's and
 #: the next ones'): a study's first look is four rounds
 IN_TURN_BATCH = 4
+#: a round's first turn warms up the loaded processes of its round and of this many rounds after
+WARM_AHEAD_ROUNDS = 1
 
 
 def niceness(rounds_ahead: int) -> int:
@@ -84,18 +90,20 @@ class RoundCall:
 
 
 class _Pending:
-    """One re-measurement process started ahead, waiting for its turn after loading at
-    niceness ``nice``."""
+    """One re-measurement process of round ``round`` started ahead, waiting for its turn after
+    loading at niceness ``nice``; ``warming`` once granted its warm-up (:meth:`warm_up`)."""
 
     def __init__(self, ev: RoundRunner, record: CandidateRecord, purpose: str, scale: float,
-                 build_cpus: tuple[int, ...], target: str, nice: int = 0) -> None:
-        self.purpose = purpose
+                 build_cpus: tuple[int, ...], target: str, nice: int = 0, round: int = 0) -> None:  # noqa: A002
+        self.purpose, self.round, self.warming = purpose, round, False
         self.workdir = ev.ctx.workspace.root / purpose
         self.workdir.mkdir(parents=True, exist_ok=True)
-        (self.workdir / TURN).unlink(missing_ok=True)
+        for name in (TURN, TURN_ALONE):
+            (self.workdir / name).unlink(missing_ok=True)
         job = ev.remeasure_job(record, scale).replace(
             turn={"build_cpus": list(build_cpus), "wait": True, "nice": int(nice)})
-        timeouts = {**ev._timeouts(), "wait": float("inf")}  # noqa: SLF001 - the evaluator's own
+        # loading and, once warmed, waiting for its own turn: as long as the rounds before it take
+        timeouts = {**ev._timeouts(), "wait": float("inf"), READY: float("inf")}  # noqa: SLF001
         self.res: ChildResult | None = None
 
         def run() -> None:
@@ -104,15 +112,29 @@ class _Pending:
         self.thread = threading.Thread(target=run, name=f"gptuner-round-{purpose}", daemon=True)
         self.thread.start()
 
+    def warm_up(self, cpus: tuple[int, ...]) -> None:
+        """Grant its first calls on ``cpus``, the device shared (``turn.WARMUP``): it enters
+        ``ready`` once done and measures at :meth:`result`."""
+        write_json_atomic(self.workdir / TURN, {"cpus": list(cpus), "warmup": True}, durable=False)
+        self.warming = True
+
+    def warmed(self) -> bool:
+        """Its warm-up is done (it waits for the device alone), or it has ended."""
+        return last_phase(self.workdir) == READY or not self.alive()
+
     def result(self, cpus: tuple[int, ...]) -> ChildResult:
-        write_json_atomic(self.workdir / TURN, {"cpus": list(cpus)}, durable=False)
+        """Its turn on ``cpus``, the device alone: its samples (after its first calls, where it
+        was not warmed up)."""
+        write_json_atomic(self.workdir / (TURN_ALONE if self.warming else TURN), {"cpus": list(cpus)},
+                          durable=False)
         self.thread.join()
         assert self.res is not None
         return self.res
 
     def cancel(self, *, wait: bool = True) -> None:
-        """Tell the process to exit (it does once loaded); ``wait``: until it has."""
-        write_json_atomic(self.workdir / TURN, {"cancel": True}, durable=False)
+        """Tell the process to exit (it does once loaded, or warmed up); ``wait``: until it has."""
+        write_json_atomic(self.workdir / (TURN_ALONE if self.warming else TURN), {"cancel": True},
+                          durable=False)
         if wait:
             self.thread.join(60)
 
@@ -151,17 +173,18 @@ class RoundPrefetch:
         self.ev, self.build_cpus, self.measure_cpus, self.target = ev, build_cpus, measure_cpus, target
         self.capacity = capacity if capacity is not None else room(build_cpus)
         self._pending: dict[str, _Pending] = {}
-        self._queued: dict[str, tuple[CandidateRecord, float, int]] = {}
-        self._in_turn: dict[str, tuple[CandidateRecord, float, int]] = {}  # started by a turn
+        self._queued: dict[str, _Queued] = {}
+        self._in_turn: dict[str, _Queued] = {}  # started by a turn
         self._lock = threading.Lock()
         self.started: dict[str, float] = {}
         self.nice: dict[str, int] = {}
         self._leaving: dict[str, _Pending] = {}  # cancelled, maybe still loading, by purpose
 
-    def _launch(self, purpose: str, line: dict[str, tuple[CandidateRecord, float, int]] | None = None) -> _Pending:
-        record, scale, nice = (self._queued if line is None else line).pop(purpose)
+    def _launch(self, purpose: str, line: dict[str, _Queued] | None = None) -> _Pending:
+        record, scale, nice, round_ = (self._queued if line is None else line).pop(purpose)
         self.started[purpose], self.nice[purpose] = time.time(), nice
-        self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target, nice)
+        self._pending[purpose] = _Pending(self.ev, record, purpose, scale, self.build_cpus, self.target,
+                                          nice, round=round_)
         return self._pending[purpose]
 
     def _fill(self) -> None:
@@ -185,9 +208,9 @@ class RoundPrefetch:
         first = min((call.round for call in calls), default=0)
         with self._lock:
             dropped = [self._pending.pop(p) for p in list(self._pending) if p not in wanted]
-            self._queued = {call.purpose: (call.record, call.scale, niceness(call.round - first))
+            self._queued = {call.purpose: (call.record, call.scale, niceness(call.round - first), call.round)
                             for call in calls if call.purpose not in self._pending}  # in the hint's order
-            self._in_turn = {call.purpose: (call.record, call.scale, 0)  # they load in a turn
+            self._in_turn = {call.purpose: (call.record, call.scale, 0, call.round)  # they load in a turn
                              for call in in_turn if call.purpose not in self._pending}
             for pending in dropped:  # it exits once loaded; nothing waits for that here
                 pending.cancel(wait=False)
@@ -206,10 +229,29 @@ class RoundPrefetch:
             elif purpose in self._in_turn:  # loads on the device: with the next rounds' processes
                 batch = self._launch_in_turn(purpose)
             pending = self._pending.pop(purpose, None)
+            warm = self._warm_up(pending) if pending is not None and not batch else []
             self._fill()  # a place is free: the next in line starts loading
         while not all(p.loaded() for p in batch):  # the device is ours: nothing measures meanwhile
             time.sleep(0.02)
+        while not all(p.warmed() for p in warm):  # likewise while they warm up
+            time.sleep(0.005)
         return pending.result(self.measure_cpus) if pending is not None else None
+
+    def _warm_up(self, pending: _Pending) -> list[_Pending]:
+        """The first turn of a round (the caller holds the device): ``pending`` and the other
+        processes of its round and of the next :data:`WARM_AHEAD_ROUNDS` that have loaded make
+        their first calls together, the device shared, on the build cores (lazy module loading,
+        cuDNN's and cuBLAS's set-up, CUDA graphs recorded: in the H100's ConvNeXt-Tiny rounds
+        as long as the samples); each then measures alone in its own turn. A process still
+        loading, or warmed already, is left as it is."""
+        if pending.warming or not pending.alive() or not pending.loaded():
+            return []
+        last = pending.round + WARM_AHEAD_ROUNDS
+        warm = [pending, *(p for p in self._pending.values()
+                           if not p.warming and p.round <= last and p.alive() and p.loaded())]
+        for p in warm:
+            p.warm_up(self.build_cpus)
+        return warm
 
     def _launch_in_turn(self, purpose: str) -> list[_Pending]:
         """``purpose`` and the next :data:`IN_TURN_BATCH` - 1 calls loading on the device,

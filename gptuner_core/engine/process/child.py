@@ -274,13 +274,32 @@ def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], No
     # torch: the route compiled again from the warm Inductor cache (ahead: without running it)
     loaded = backend.load_ahead(build) if ahead else backend.load(build)
     identity = loaded.identity or file_sha256(build.artifact)  # what runs: checked by the round
-    if ahead:  # measure when it is our turn
-        turn.wait_turn(workdir, phase)
-        turn.restore_priority()
-    phase("measure")
     with loaded as runner:
+        if ahead:  # measure when it is our turn
+            grant = turn.wait_turn(workdir, phase)
+            turn.restore_priority()
+            if grant.get("warmup"):  # first the calls before the samples, beside the round's others
+                phase(turn.WARMUP)
+                _first_calls(runner, job)
+                turn.wait_turn(workdir, phase, waiting=turn.READY, name=turn.TURN_ALONE)
+        phase("measure")
         return ChildResult(state=CandidateState.COMPLETE, sha256=identity,
                            **_measure(runner, job)).to_json()
+
+
+#: calls a round's process makes in its warm-up: torch's CUDA graph trees run a function once,
+#: record it on the next call and replay it from the third
+FIRST_CALLS = 3
+
+
+def _first_calls(runner: Any, job: ChildJob) -> None:
+    """The calls that set a process up before its samples, untimed (a round's warm-up: lazy
+    module loading, cuDNN's and cuBLAS's set-up, CUDA graphs recorded); :func:`_measure`
+    prepares again and warms up for its own ``warmup_s`` before it samples."""
+    from gptuner_core.batching import take
+
+    runner.prepare(take(_npz(job.inputs) or {}, job.batch_axes, slice(0, int(job.batch_size))))
+    runner.time_calls(FIRST_CALLS - 1)
 
 
 def ensure_built(job: ChildJob, backend: Any) -> Any:
