@@ -36,8 +36,6 @@ def child(folder: Path, primed: bool, top: int, first_call: bool = False) -> Non
     three single calls, and the round's samples)."""
     import cProfile
     import importlib
-    import io
-    import pstats
 
     from gptuner_core.engine.process.launcher_main import TORCH_PRELOAD
 
@@ -69,15 +67,23 @@ def child(folder: Path, primed: bool, top: int, first_call: bool = False) -> Non
     runner = backend.load_ahead(build)
     prof.disable()
     load_s = time.perf_counter() - t1
+    print(json.dumps({"folder": folder.name, "route": job.route, "primed": primed,
+                      "preload_s": round(preload_s, 3), "load_s": round(load_s, 3),
+                      "load_stats": getattr(getattr(runner, "compiled", None), "load_stats", {})}))
+    print(_top(prof, top))
+
+
+def _top(prof, top: int) -> str:
+    """cProfile's ``top`` functions by cumulative time and the first half of them by own time."""
+    import io
+    import pstats
+
     out = io.StringIO()
     if top:
         stats = pstats.Stats(prof, stream=out)
         stats.sort_stats("cumulative").print_stats(top)
         stats.sort_stats("tottime").print_stats(top // 2)
-    print(json.dumps({"folder": folder.name, "route": job.route, "primed": primed,
-                      "preload_s": round(preload_s, 3), "load_s": round(load_s, 3),
-                      "load_stats": getattr(getattr(runner, "compiled", None), "load_stats", {})}))
-    print(out.getvalue())
+    return out.getvalue()
 
 
 def turn_profile(job, backend, build, top: int) -> None:
@@ -86,8 +92,6 @@ def turn_profile(job, backend, build, top: int) -> None:
     next three calls one by one, and the samples with the round's settings, as ``child._measure``
     takes them."""
     import cProfile
-    import io
-    import pstats
 
     from gptuner_core.batching import take
     from gptuner_core.engine.process.child import _npz
@@ -115,17 +119,13 @@ def turn_profile(job, backend, build, top: int) -> None:
     t2 = time.perf_counter()
     result = measure(runner.time_calls, settings)
     sampling_s = time.perf_counter() - t2
-    out = io.StringIO()
-    if top:
-        stats = pstats.Stats(prof, stream=out)
-        stats.sort_stats("cumulative").print_stats(top)
-        stats.sort_stats("tottime").print_stats(top // 2)
     print(json.dumps({"folder": Path(str(job.artifact)).parent.name, "route": job.route, "load_s": round(load_s, 3),
+                      "load_stats": getattr(getattr(runner, "compiled", None), "load_stats", {}),
                       "first_call_s": round(first_s, 3), "next_calls_s": calls,
                       "sampling_s": round(sampling_s, 3), "samples": len(result.samples_ms),
                       "median_ms": round(result.stats.median_ms, 4), "stop": result.stats.stop_reason,
                       "settings": {"max_time_s": settings.max_time_s, "warmup_s": settings.warmup_s}}))
-    print(out.getvalue())
+    print(_top(prof, top))
 
 
 def main(argv: list[str] | None = None) -> int:
