@@ -12,7 +12,8 @@ A factory takes no arguments and returns ``(module, example_inputs)``: a ``torch
 tensor or a tuple/list of tensors (batch-first). Input names are the ``forward`` parameter names,
 and the first dimension is reported as dynamic (``"batch"``): a study's build compiles the module
 for its ``--batch-size`` (the example's rows cut or repeated, :func:`at_batch`), and other batch
-sizes are chunked/padded or compiled when prepared (see :mod:`.runner`). A ``.pt2`` program reports its exported shapes (dynamic dims by symbol name).
+sizes are chunked/padded or compiled when prepared (see :mod:`.runner`). A ``.pt2`` program
+reports its exported shapes (dynamic dims by symbol name).
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ from the fork server, loads its route from the candidate's warm Inductor cache o
 *without running it* (``Backend.load_ahead``: nothing reaches the device before its turn), records
 the identity of what it compiled, then waits for its turn (``engine.process.turn``).
 ``IsolatedEvaluator.remeasure`` gives the turns one at a time in the rounds' order: one
-measurement on the device at a time, on the measuring cores. Every build has ended by then, so
+measurement on the device at a time, on the measuring cores. The first turn of a round begins with
+a warm-up: the loaded processes of that round and of the next make their first calls together, the
+device shared and nothing measured (``engine.process.turn``'s warm-up step, as screening's), then
+each measures alone in its turn. Every build has ended by then, so
 the loading of later rounds runs on cores nothing else needs while earlier rounds measure: a round
 costs about its measurements, not a compile per process (the processes stay fresh per round). A
 prefetched process nobody asked for is told to exit (``cancel``) before the re-validation returns.

@@ -75,8 +75,9 @@ def record_split(workdir: Path, res: ChildResult) -> None:
 def round_times(root: Path, folder: str = "revalidation", since: float | None = None) -> list[dict[str, float]]:
     """Seconds per re-validation round under ``root/folder`` (``rR_NNNNN`` re-measurements),
     each round's processes summed: ``round``, ``processes``, ``startup``, ``compile``,
-    ``measure`` (and ``sampling``, its samples alone, where the processes gave it), ``total``; ``span``: first request to last result of the round (its processes
-    may have started rounds ahead); ``wall``: what the round added to the re-validation, from the
+    ``measure`` (and ``sampling``, its samples alone, where the processes gave it), ``total``;
+    ``span``: first request to last result of the round (its processes may have started rounds
+    ahead); ``wall``: what the round added to the re-validation, from the
     later of its first request and the previous round's last result (round 0: the re-validation's
     start, ``since``, when given) to its last result."""
     rounds: dict[int, dict[str, float]] = {}

@@ -253,7 +253,6 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
 
 
 def remeasure(job_json: dict[str, Any], workdir: Path, phase: Callable[[str], None]) -> dict[str, Any]:
-
     job = ChildJob.from_json(job_json)
     backend = load_backend(job.backend, job.backend_options)
     assert job.artifact is not None, "a re-measurement job names the artifact to measure"

@@ -20,7 +20,8 @@ the build cores and enters the ``report`` phase (:func:`leave_device`): the pare
 device to the next candidate while this one writes its outputs, runs the task metric and makes
 its profile on the CPU.
 
-A re-validation round's process started ahead (``ChildJob.turn["wait"]``) loads at the niceness
+A re-validation round's process started ahead (``ChildJob.turn["wait"]``) may be granted the same
+warm-up step before its turn (``engine.evaluate.round_prefetch``), and loads at the niceness
 its place in line gives it (``turn["nice"]``: later rounds below earlier ones, all below the
 builds) and is given the normal priority back with its turn where the system allows it.
 """
