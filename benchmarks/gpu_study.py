@@ -197,27 +197,27 @@ def _median(values: list[float]) -> float | None:
 def timeline(study: Path, start: float, recs) -> dict:
     """Each process's phases, seconds from the study's start: the candidates' (``NNNNN``, ending
     with their result's time) and the re-validation rounds' (``rR_NNNNN``), from their ``phase``
-    files (where a study's time goes), and each candidate's device steps (its log)."""
+    files (where a study's time goes), each candidate's device steps (its log), and when the
+    rounds after round 0 were asked for (``hints``: ``[seconds, [rR_NNNNN, ...]]``)."""
+    from gptuner_core.engine.evaluate.round_prefetch import read_hints
     from gptuner_core.engine.process.child import STEPS
     from gptuner_core.engine.process.isolation import LOG
 
     out: dict[str, list] = {}
     for folder in ("candidates", "revalidation"):
         for phase in sorted((study / folder).glob("*/phase")):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 rows = [line.split() for line in phase.read_text(encoding="utf-8").splitlines()]
                 out[phase.parent.name] = [[name, round(float(t) - start, 2)] for name, t in rows]
-            except (OSError, ValueError):
-                continue
-    for r in recs:
-        if r.finished_at:
-            out.setdefault(f"{r.number:05d}", []).append(["end", round(r.finished_at - start, 2)])
+    for r in (r for r in recs if r.finished_at):
+        out.setdefault(f"{r.number:05d}", []).append(["end", round(r.finished_at - start, 2)])
     for log in sorted((study / "candidates").glob(f"*/{LOG}")):  # the device turn's steps (child.py)
         with contextlib.suppress(OSError, ValueError):
             line = next((x for x in log.read_text(encoding="utf-8", errors="replace").splitlines()
                          if x.startswith(STEPS)), "")
             if line and log.parent.name in out:
                 out[log.parent.name].append(["steps", json.loads(line[len(STEPS):])])
+    out["hints"] = [[round(t - start, 2), [c for c in calls if not c.startswith("r0_")]] for t, calls in read_hints(study)]
     for log in sorted((study / "revalidation").glob(f"*/{LOG}")):  # a round's load, in steps (reload.py)
         with contextlib.suppress(OSError, ValueError):
             line = next((x for x in log.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -182,6 +182,10 @@ def test_rounds_start_together_and_measure_one_at_a_time_with_their_split(tmp_pa
     for (_, a1), (b0, _) in zip(windows, windows[1:], strict=False):
         assert a1 <= b0, windows  # one measurement at a time (the next turn after the result)
     assert len(warm) >= 2, warm  # a round's processes warmed up together
+    from gptuner_core.engine.evaluate.round_prefetch import read_hints
+
+    hints = read_hints(study)  # when each round's processes were asked for, kept for the benchmarks
+    assert hints and any("r1_00000" in names for _, names in hints), hints
     for w0, w1 in warm:  # and never while another measured
         assert all(w1 <= m0 or w0 >= m1 for m0, m1 in windows), (w0, w1, windows)
 

@@ -89,6 +89,7 @@ def test_a_turn_first_warms_the_loaded_processes_of_its_round_and_the_next_toget
     _Process.started, _Process.cancelled, _Process.warm_ups = [], [], []
     line = RoundPrefetch(None, build_cpus=tuple(range(12)), measure_cpus=(14, 15), target="t")
     line.start(_calls(4))
+    assert [names for _, names in line.hints] == [tuple(sorted(c.purpose for c in _calls(4)))]  # kept
     _Process.waiting = {f"r{r}_{n}" for r in range(2) for n in range(3)} | {"r2_0"}  # r2_0 too: not its round
     assert line.take("r0_0") == "measured r0_0 on (14, 15)"
     assert _Process.warm_ups == ["r0_0", "r0_1", "r0_2", "r1_0", "r1_1", "r1_2"]

@@ -44,6 +44,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -72,6 +73,8 @@ FIRST_ROUND_NICE = 2
 IN_TURN_BATCH = 4
 #: a round's first turn warms up the loaded processes of its round and of this many rounds after
 WARM_AHEAD_ROUNDS = 1
+#: each hint's time and calls, a JSON line each, under the study's folder
+HINTS = "round_hints.jsonl"
 
 
 def niceness(rounds_ahead: int) -> int:
@@ -152,6 +155,17 @@ class _Pending:
         self.thread.join(timeout)
 
 
+def read_hints(study: Path) -> list[tuple[float, list[str]]]:
+    """The hints a study's line received (:data:`HINTS`): ``(time.time(), [round folder names])``."""
+    import json
+
+    try:
+        lines = (Path(study) / HINTS).read_text(encoding="utf-8").splitlines()
+        return [(float(h["time"]), [c.rsplit("/", 1)[-1] for c in h["calls"]]) for h in map(json.loads, lines)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 def room(build_cpus: tuple[int, ...]) -> int:
     """How many round processes may load at once: one per build core (each compiles with one
     thread, and every build has ended by the time re-validation runs), at least two."""
@@ -182,6 +196,7 @@ class RoundPrefetch:
         self.started: dict[str, float] = {}
         self.nice: dict[str, int] = {}
         self._leaving: dict[str, _Pending] = {}  # cancelled, maybe still loading, by purpose
+        self.hints: list[tuple[float, tuple[str, ...]]] = []  # (time.time(), the calls named)
 
     def _launch(self, purpose: str, line: dict[str, _Queued] | None = None) -> _Pending:
         record, scale, nice, round_ = (self._queued if line is None else line).pop(purpose)
@@ -209,6 +224,7 @@ class RoundPrefetch:
     def start(self, calls: list[RoundCall], in_turn: list[RoundCall] | tuple[RoundCall, ...] = ()) -> None:
         wanted = {call.purpose for call in [*calls, *in_turn]}
         first = min((call.round for call in calls), default=0)
+        self._note_hint(wanted)
         with self._lock:
             dropped = [self._pending.pop(p) for p in list(self._pending) if p not in wanted]
             self._queued = {call.purpose: (call.record, call.scale, niceness(call.round - first), call.round)
@@ -219,6 +235,23 @@ class RoundPrefetch:
                 pending.cancel(wait=False)
                 self._leaving[pending.purpose] = pending
             self._fill()
+
+    def _note_hint(self, wanted: set[str]) -> None:
+        """Keep when each hint came and what it named (``hints``; in a study also one JSON line
+        in ``round_hints.jsonl``: when the finalists' processes were asked for, beside
+        when they started)."""
+        hint = (time.time(), tuple(sorted(wanted)))
+        self.hints.append(hint)
+        ctx = getattr(self.ev, "ctx", None)
+        if ctx is not None:
+            import contextlib
+            import json
+
+            with contextlib.suppress(OSError):
+                path = ctx.workspace.root / HINTS
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"time": round(hint[0], 3), "calls": list(hint[1])}) + "\n")
 
     def take(self, purpose: str) -> ChildResult | None:
         old = self._leaving.get(purpose)
