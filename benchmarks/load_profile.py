@@ -93,15 +93,14 @@ def turn_profile(job, backend, build, top: int) -> None:
     takes them."""
     import cProfile
 
-    from gptuner_core.batching import take
-    from gptuner_core.engine.process.child import _npz
-    from gptuner_core.measurement import SamplingSettings
+    from gptuner_core.engine.process.child import first_batch
+    from gptuner_core.engine.process.child import sampling_settings
     from gptuner_core.measurement import measure
 
     t0 = time.perf_counter()
     runner = backend.load_ahead(build)
     load_s = time.perf_counter() - t0
-    first = take(_npz(job.inputs) or {}, job.batch_axes, slice(0, int(job.batch_size)))
+    first = first_batch(job)
     prof = cProfile.Profile()
     t1 = time.perf_counter()
     prof.enable()
@@ -113,9 +112,7 @@ def turn_profile(job, backend, build, top: int) -> None:
         t = time.perf_counter()
         runner.time_calls(1)
         calls.append(round(time.perf_counter() - t, 4))
-    settings = SamplingSettings(**job.measurement)
-    if job.measure_scale != 1.0:
-        settings = settings.scaled(job.measure_scale)
+    settings = sampling_settings(job)
     t2 = time.perf_counter()
     result = measure(runner.time_calls, settings)
     sampling_s = time.perf_counter() - t2

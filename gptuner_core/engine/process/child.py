@@ -50,18 +50,30 @@ def _npz(path: str | None) -> dict[str, np.ndarray] | None:
         return {k: data[k] for k in data.files}
 
 
-def _measure(runner: Any, job: ChildJob) -> dict[str, Any]:
-    from gptuner_core.batching import take
+def sampling_settings(job: ChildJob) -> Any:
+    """The job's ``SamplingSettings``, scaled by its ``measure_scale`` (a round's quarter)."""
     from gptuner_core.measurement import SamplingSettings
-    from gptuner_core.measurement import measure
 
     settings = SamplingSettings(**job.measurement)
-    if job.measure_scale != 1.0:
-        settings = settings.scaled(job.measure_scale)
+    return settings.scaled(job.measure_scale) if job.measure_scale != 1.0 else settings
+
+
+def first_batch(job: ChildJob, inputs: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The first ``batch_size`` rows of ``inputs`` (the job's input file when not given): what
+    the samples, a round's warm-up and the profile run."""
+    from gptuner_core.batching import take
+
+    return take((_npz(job.inputs) or {}) if inputs is None else inputs, job.batch_axes,
+                slice(0, int(job.batch_size)))
+
+
+def _measure(runner: Any, job: ChildJob) -> dict[str, Any]:
+    from gptuner_core.measurement import measure
+
+    settings = sampling_settings(job)
     if job.measure_feeds:  # each given shape in turn, in this one process (same order for all)
         return _measure_shapes(runner, job, settings)
-    inputs = _npz(job.inputs) or {}
-    runner.prepare(take(inputs, job.batch_axes, slice(0, int(job.batch_size))))
+    runner.prepare(first_batch(job))
     t0 = time.perf_counter()
     result = measure(runner.time_calls, settings, telemetry=runner.telemetry)
     return {
@@ -212,7 +224,6 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
     from gptuner_core.batching import iter_batches
     from gptuner_core.batching import rows_of
     from gptuner_core.batching import stack_outputs
-    from gptuner_core.batching import take
 
     steps = _Steps()
     with backend.load(build) as runner:
@@ -232,8 +243,7 @@ def run_candidate(job_json: dict[str, Any], workdir: Path, phase: Callable[[str]
             from gptuner_core.profiles import record_profile
 
             phase("profile")
-            first = take(inputs, job.batch_axes, slice(0, int(job.batch_size)))
-            capture = record_profile(job.backend, build, runner, first, workdir, model=job.model,
+            capture = record_profile(job.backend, build, runner, first_batch(job, inputs), workdir, model=job.model,
                                      runs=job.profile_runs)
             steps("profile")
         steps.log()
@@ -295,9 +305,7 @@ def _first_calls(runner: Any, job: ChildJob) -> None:
     """The calls that set a process up before its samples, untimed (a round's warm-up: lazy
     module loading, cuDNN's and cuBLAS's set-up, CUDA graphs recorded); :func:`_measure`
     prepares again and warms up for its own ``warmup_s`` before it samples."""
-    from gptuner_core.batching import take
-
-    runner.prepare(take(_npz(job.inputs) or {}, job.batch_axes, slice(0, int(job.batch_size))))
+    runner.prepare(first_batch(job))
     runner.time_calls(FIRST_CALLS - 1)
 
 
@@ -316,7 +324,6 @@ def ensure_built(job: ChildJob, backend: Any) -> Any:
 def _rebuild_in_place(job: ChildJob, backend: Any, build: Any) -> Any:
     """A pruned candidate's artifact, rebuilt from its route into its own folder (once: later
     re-measurements find it there; a rebuild cut short is redone)."""
-
     folder = artifacts.candidate_dir_of(job.artifact)
     assert folder is not None, "only artifacts inside a candidate folder are pruned"
     with artifacts.rebuilding(folder, lambda: artifacts.needs_rebuild(job.artifact, job.info)) as needed:
