@@ -4,6 +4,7 @@
 #   benchmarks/h200_issue38.sh effect  10 studies of a route about 10 % faster on ResNet-50, the tuner's
 #                                      12-round budget (item 4; freezing screened 1.09x on the H100)
 #   benchmarks/h200_issue38.sh studies gpu_study's new mode on ResNet-50, ViT-B/16, ConvNeXt-Tiny (items 1-3)
+#   benchmarks/h200_issue38.sh spy     the studies with py-spy on the tuner's process (where its threads wait)
 #   benchmarks/h200_issue38.sh turn    the studies (ResNet-50, ConvNeXt-Tiny, ViT-B/16), then where a round's
 #                                      turn goes: each study's round-0 processes loaded again, their
 #                                      first call under cProfile, three calls and the samples
@@ -84,5 +85,26 @@ case "$1" in
       GS_ROUNDS_FROM=${step#*:} $PY benchmarks/gpu_study.py --dir "$W/ge${step#*:}" --build-workers 7 \
         --json "$OUT/ge.jsonl" --plan "${step%%:*}:new" 2>&1 | tee -a "$OUT/ge.txt"
     done ;;
-  *) echo "usage: $0 aa|effect|studies|turn|rounds|threads|early" >&2; exit 2 ;;
+  spy)  # the studies with py-spy (SPY, default .pyspy/py-spy: carry it, the device has none)
+    # sampling the tuner's own process (each study's `gpu_study.py --child`), every thread with
+    # idle ones, 50 a second in time order (speedscope): session 54 on the H100, a finalist's
+    # result reached the round line's hints 0.1-3.7 s late, and round 0 began 2.3 s after the
+    # last result; what the tuner's threads did meanwhile
+    SPY=${SPY:-.pyspy/py-spy}
+    $PY benchmarks/gpu_study.py --dir "$W/gs" --build-workers 7 --json "$OUT/gs.jsonl" \
+      --plan "${PLAN:-resnet50:new,convnext_tiny:new,vit_b_16:new}" > "$OUT/gs.txt" 2>&1 &
+    main=$! seen=" " n=0
+    while kill -0 "$main" 2>/dev/null; do
+      for pid in $(pgrep -f "gpu_study.py --child" || true); do
+        case "$seen" in *" $pid "*) continue ;; esac
+        seen="$seen$pid " n=$((n + 1))
+        "$SPY" record --pid "$pid" --threads --idle --nonblocking --rate 50 --format speedscope \
+          -o "$W/spy_$n.json" > "$W/spy_$n.log" 2>&1 &
+      done
+      sleep 0.05
+    done
+    wait || true
+    tail -3 "$OUT/gs.txt"; cat "$W"/spy_*.log || true
+    tar -C "$W" -czf "$OUT/spy.tar.gz" $(cd "$W" && ls spy_*) ;;
+  *) echo "usage: $0 aa|effect|studies|turn|rounds|threads|early|spy" >&2; exit 2 ;;
 esac

@@ -125,11 +125,13 @@ def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[Can
     still build (``settled`` false): only the default's processes of the first look (every study
     measures the default in each of its first ``min(4, rounds)`` rounds), at a priority below the
     builds. Once every candidate has been built: those of the default and of the finalists as
-    screening ranks them now (none before the default's result), and round 0's process of each
-    candidate still ``waiting`` for its result (``(number, route)``; it may become a finalist: one
-    measured last in screening would otherwise make round 0 wait for its load), from the build its
-    process wrote (``evaluator.built_record``). Called again as results come in; a hint that no
-    longer names a process cancels it. Nothing happens where re-validation will not run rounds of
+    screening ranks them now (none before the default's result), and the first look's processes of
+    each candidate still ``waiting`` for its result (``(number, route)``), from the build its
+    process wrote (``evaluator.built_record``): it may become a finalist, and one measured last in
+    screening would otherwise make the rounds wait for its loads (the H100, session 54: started at
+    its result, a finalist's round-1 process kept round 1 waiting 1.3-3.1 s). Round
+    by round, the finalists' first. Called again as results come in; a hint that no longer names
+    a process cancels it (a candidate whose result ranks it out of the top k). Nothing happens where re-validation will not run rounds of
     fresh processes here (no prefetching evaluator, top-k 0, several measured shapes), nor once
     the default route failed."""
     start = getattr(evaluator, "prefetch_rounds", None)
@@ -143,13 +145,14 @@ def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[Can
     if default is None or (measured and not default.eligible):  # not built yet, or failed
         return
     rounds = max(cfg.revalidate_rounds, 2)
-    if not settled:  # the first look: the default is measured in each of them
-        start([round_call(default, r) for r in range(min(4, rounds))])
+    look = min(4, rounds)  # the first look: the default is measured in each of these rounds
+    if not settled:
+        start([round_call(default, r) for r in range(look)])
         return
     finalists = [default, *(verdict.contenders(history)[: cfg.revalidate_top_k] if measured else [])]
     maybe = [rec for rec in (provisional(n, route) for n, route in waiting if n != 0) if rec is not None]
-    start([round_call(record, 0) for record in [*finalists, *maybe]]
-          + [round_call(record, r) for r in range(1, rounds) for record in finalists])
+    start([round_call(record, r) for r in range(rounds)
+           for record in (finalists + maybe if r < look else finalists)])
 
 
 def check_output_path(output: str) -> None:

@@ -26,9 +26,10 @@ which about 2 s measured).
 The line can start before re-validation does (issue 38: round 0 waited for its processes' compile
 otherwise): ``engine.decide.finish.start_rounds_ahead`` hints the first rounds of the default route
 as soon as it was built (every study re-measures it), while the other candidates still build; once
-every candidate has been built, round 0 of each of them (before the default's result no finalist
-is known), then the rounds of the default and of the finalists as screening has ranked them so far
-(results not committed yet included), while the last candidates are still measured one at a time.
+every candidate has been built, the rounds of the default and of the finalists as screening has
+ranked them so far (results not committed yet included), and the first look's rounds of every
+candidate still waiting for its result (any of them may become a finalist), round by round, while
+the last candidates are still measured one at a time.
 Each hint names every process still wanted: one it no longer names (a finalist that screening or a
 decision dropped) is told to exit, and its place goes to the next in line.
 
