@@ -13,8 +13,10 @@ Timing distributions are skewed and often multimodal, so the *median* is the loc
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import math
+import threading
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
@@ -259,6 +261,28 @@ def too_few(n_default: int, n_candidate: int, what: str = "samples") -> str:
 
 def _ratio_of_medians(default: np.ndarray, candidate: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(default, axis=axis) / np.median(candidate, axis=axis)
+
+
+_IMPORTING: list[threading.Thread] = []  # the one import_ahead thread of this process
+
+
+def import_ahead() -> threading.Thread | None:
+    """Import what :func:`speedup` and the bootstraps need (``scipy.stats``, 0.5-2 s) on a
+    thread of its own, once per process; ``None`` when already started. The tuner calls it as a
+    study starts: its first non-default result would import it otherwise, on the critical path,
+    with every other result waiting on the import lock (on the H100, session 54, the round
+    line heard of the finalists 1-2 s late). A failed import is left to the caller that needs it."""
+    if _IMPORTING:
+        return None
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            import scipy.stats  # noqa: F401
+
+    thread = threading.Thread(target=load, name="gptuner-import-ahead", daemon=True)
+    _IMPORTING.append(thread)
+    thread.start()
+    return thread
 
 
 def speedup(

@@ -101,3 +101,26 @@ def test_a_kept_candidate_keeps_only_what_loading_needs(tmp_path):
     assert sorted(p.name for p in cache.iterdir()) == ["k.json", "k.onnx"]
     assert not list((folder / "profile").iterdir())
     assert not artifacts.needs_rebuild(path, info)
+
+
+def test_tree_bytes_counts_blocks_once_per_file_and_never_follows_a_link(tmp_path):
+    """A hard link is one file; a symbolic link counts as itself (its target, a folder of
+    megabytes, is not walked); a missing path is 0 bytes; a file is its own blocks."""
+    import os
+
+    folder = tmp_path / "study"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "big.bin").write_bytes(b"x" * 100_000)
+    (folder / "small.txt").write_bytes(b"y" * 10)
+    os.link(folder / "a" / "b" / "big.bin", folder / "same.bin")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "huge.bin").write_bytes(b"z" * 3_000_000)
+    os.symlink(outside, folder / "link")
+    blocks = {(st.st_dev, st.st_ino): st.st_blocks * 512
+              for st in (os.lstat(p) for p in (folder, folder / "a", folder / "a" / "b",
+                                               folder / "a" / "b" / "big.bin", folder / "small.txt",
+                                               folder / "link"))}
+    assert artifacts.tree_bytes(folder) == sum(blocks.values()) < 3_000_000
+    assert artifacts.tree_bytes(folder / "small.txt") == os.lstat(folder / "small.txt").st_blocks * 512
+    assert artifacts.tree_bytes(tmp_path / "missing") == 0

@@ -116,3 +116,27 @@ class TestDrift:
         sink = ListSink()  # the store holds no baseline for the point after candidate 3
         _, history, sink = _run(_strategy(), Budget(max_candidates=5, drift_every=3), sink, history)
         assert sink.events[0] == ("baseline", 3)
+
+
+def test_the_tuner_imports_the_statistics_ahead_of_its_first_result(tmp_path, tiny_model, tiny_dataset, monkeypatch):
+    """``measurement.stats.import_ahead`` runs as the study starts, before the default route
+    has a result (the first speed-up would import scipy.stats otherwise, holding every other
+    result behind the import lock)."""
+    import time
+
+    from gptuner_core.cli import main
+    from gptuner_core.measurement import stats
+    from gptuner_core.storage import open_store
+
+    from .conftest import FAULTY
+
+    calls: list[float] = []
+    monkeypatch.setattr(stats, "import_ahead", lambda: calls.append(time.time()))
+    study = tmp_path / "s"
+    assert main(["tune", str(tiny_model), "--backend", FAULTY, "--expr", "-fault:tie=[x]",
+                 "--dataset", str(tiny_dataset), "--batch-size", "4", "--epsilon", "1e-3",
+                 "--revalidate-top-k", "0", "--drift-every", "0", "--profile-runs", "0",
+                 "--study", str(study), "--quiet", "--measure-option=max_time_s=0.05"]) == 0
+    with open_store(study, readonly=True) as store:
+        default = store.candidate(0)
+    assert len(calls) == 1 and calls[0] < default.finished_at

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -241,19 +242,39 @@ def drop_duplicate_copy(root: Path, rec: CandidateRecord, original: CandidateRec
 
 # -- disk use ------------------------------------------------------------------------------
 def tree_bytes(path: Path) -> int:
-    """Bytes a file or folder takes (allocated blocks; hard links counted once)."""
+    """Bytes a file or folder takes (allocated blocks; hard links counted once; a symbolic link
+    is counted, never followed). Walked with ``os.scandir``: the tuner calls it at every
+    candidate's commit, on folders of thousands of Inductor cache files (on the H100, session 54,
+    pathlib's ``rglob`` took 0.2-0.6 s a commit, holding the hints to the round line)."""
     seen: set[tuple[int, int]] = set()
     total = 0
-    paths = [path] if not path.is_dir() or path.is_symlink() else [path, *path.rglob("*")]
-    for p in paths:
+
+    def add(st: os.stat_result) -> None:
+        nonlocal total
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+
+    try:
+        first = os.lstat(path)
+    except OSError:
+        return 0
+    add(first)
+    folders = [os.fspath(path)] if stat.S_ISDIR(first.st_mode) else []
+    while folders:
         try:
-            st = p.lstat()
+            entries = os.scandir(folders.pop())
         except OSError:
             continue
-        if (st.st_dev, st.st_ino) in seen:
-            continue
-        seen.add((st.st_dev, st.st_ino))
-        total += getattr(st, "st_blocks", 0) * 512 if hasattr(st, "st_blocks") else st.st_size
+        with entries:
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                add(st)
+                if stat.S_ISDIR(st.st_mode):
+                    folders.append(entry.path)
     return total
 
 

@@ -42,6 +42,7 @@ from gptuner_core.errors import ConfigError
 from gptuner_core.errors import DeviceWaitEnded
 from gptuner_core.errors import GptunerError
 from gptuner_core.errors import StoreError
+from gptuner_core.measurement import stats
 from gptuner_core.records import Progress
 from gptuner_core.records import StudyStatus
 from gptuner_core.records import Winner
@@ -302,6 +303,7 @@ class Tuner:
         pending = store.get_meta("pending") or {}
         again = pending.get("phase") == "output" or self.outputs_only
         winner = store.winner() if self.resume and again else None  # only the outputs are left
+        stats.import_ahead()  # while the first candidates build: the first speed-up needs it
         evaluator = self._evaluator(inputs)
         strategy = self._strategy(store)
         history = store.candidates(with_samples=False)
