@@ -37,8 +37,9 @@ DATA="$W/resnet50.npz"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu_$1.csv" 2>&1 || true
 lscpu > "$OUT/lscpu.txt" 2>&1 || true
 # the device image writes no bytecode (PYTHONDONTWRITEBYTECODE): fill the cache once, as an installed
-# torch has it, so that a study's first processes do not compile torch's sources (16.8 s, not 4.4 s)
-$PY -c "import time; t = time.time(); import torch, torchvision, torch._inductor.compile_fx, torch._dynamo; print(f'bytecode warm-up: {time.time() - t:.1f} s')" | tee "$OUT/warmup_$1.txt" || true
+# torch has it, so that a study's first processes do not compile torch's sources (16.8 s, not 4.4 s),
+# nor the tuner's scipy.stats (session 54: 18.9 s of its threads in the first study)
+$PY -c "import time; t = time.time(); import torch, torchvision, torch._inductor.compile_fx, torch._dynamo, scipy.stats; print(f'bytecode warm-up: {time.time() - t:.1f} s')" | tee "$OUT/warmup_$1.txt" || true
 case "$1" in
   aa)
     $PY benchmarks/aa_torch.py --device cuda:0 --dir "$W/aa" --model "$MODEL" --dataset "$DATA" \
