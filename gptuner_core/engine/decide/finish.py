@@ -129,11 +129,11 @@ def start_rounds_ahead(cfg: StudyConfig, evaluator: Evaluator, history: list[Can
     each candidate still ``waiting`` for its result (``(number, route)``), from the build its
     process wrote (``evaluator.built_record``): it may become a finalist, and one measured last in
     screening would otherwise make the rounds wait for its loads (the H100, session 54: started at
-    its result, a finalist's round-1 process kept round 1 waiting 1.3-3.1 s). Round
-    by round, the finalists' first. Called again as results come in; a hint that no longer names
-    a process cancels it (a candidate whose result ranks it out of the top k). Nothing happens where re-validation will not run rounds of
-    fresh processes here (no prefetching evaluator, top-k 0, several measured shapes), nor once
-    the default route failed."""
+    its result, a finalist's round-1 process kept round 1 waiting 1.3-3.1 s). Round by round,
+    the finalists' first. Called again as results come in; a hint that no longer names a process
+    cancels it (a candidate whose result ranks it out of the top k). Nothing happens where
+    re-validation will not run rounds of fresh processes here (no prefetching evaluator, top-k 0,
+    several measured shapes), nor once the default route failed."""
     start = getattr(evaluator, "prefetch_rounds", None)
     if (start is None or not evaluator.prefetching() or cfg.revalidate_top_k <= 0  # type: ignore[attr-defined]
             or len(cfg.measure_shapes) > 1):
