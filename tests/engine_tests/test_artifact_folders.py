@@ -124,3 +124,30 @@ def test_tree_bytes_counts_blocks_once_per_file_and_never_follows_a_link(tmp_pat
     assert artifacts.tree_bytes(folder) == sum(blocks.values()) < 3_000_000
     assert artifacts.tree_bytes(folder / "small.txt") == os.lstat(folder / "small.txt").st_blocks * 512
     assert artifacts.tree_bytes(tmp_path / "missing") == 0
+
+
+def test_disk_use_splits_the_folder_into_parts_that_add_up_to_its_total(tmp_path):
+    """Each part is what its files take: build outputs (a racing ``rung`` folder's too), the
+    candidates' records, the re-measurements, the study's own files; together the total."""
+    ws = StudyWorkspace(tmp_path)
+    for n in range(3):
+        make_candidate(ws, n, size=20_000 * (n + 1))
+    folder = ws.candidate_dir(1)
+    (folder / "rung1").mkdir()
+    (folder / "rung1" / "artifact").mkdir()
+    (folder / "rung1" / "artifact" / "model.onnx").write_bytes(b"r" * 30_000)
+    (folder / "rung1" / "result.json").write_text("{}" * 3000)
+    (folder / "log.txt").write_text("l" * 9000)
+    (tmp_path / "revalidation" / "r0_00001").mkdir(parents=True)
+    (tmp_path / "revalidation" / "r0_00001" / "log.txt").write_text("v" * 12_000)
+    (tmp_path / "golden.npz").write_bytes(b"g" * 15_000)
+    outputs = [p for n in range(3) for p in artifacts.build_outputs(ws.candidate_dir(n))]
+    build = sum(artifacts.tree_bytes(p) for p in outputs)
+    folders = sum(artifacts.tree_bytes(ws.candidate_dir(n)) for n in range(3))
+    use = artifacts.disk_use(tmp_path)
+    assert use.build_outputs == build > 30_000 + 60_000
+    assert use.records == folders - build > 9000 + 6000
+    assert use.remeasurements == artifacts.tree_bytes(tmp_path / "revalidation") > 12_000
+    assert use.total == artifacts.tree_bytes(tmp_path)
+    assert use.study_files == use.total - use.build_outputs - use.records - use.remeasurements > 15_000
+    assert use.with_artifacts == (0, 1, 2) and use.pruned == ()

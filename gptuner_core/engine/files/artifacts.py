@@ -246,21 +246,25 @@ def tree_bytes(path: Path) -> int:
     is counted, never followed). Walked with ``os.scandir``: the tuner calls it at every
     candidate's commit, on folders of thousands of Inductor cache files (on the H100, session 54,
     pathlib's ``rglob`` took 0.2-0.6 s a commit, holding the hints to the round line)."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
+    return _walk(os.fspath(path), set())
 
-    def add(st: os.stat_result) -> None:
-        nonlocal total
-        if (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            total += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
 
+def _own(st: os.stat_result, seen: set[tuple[int, int]]) -> int:
+    """``st``'s allocated bytes, or 0 when ``seen`` has counted its inode already."""
+    if (st.st_dev, st.st_ino) in seen:
+        return 0
+    seen.add((st.st_dev, st.st_ino))
+    return st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+
+
+def _walk(path: str, seen: set[tuple[int, int]]) -> int:
+    """Bytes under ``path`` (itself included) not yet in ``seen``; links never followed."""
     try:
         first = os.lstat(path)
     except OSError:
         return 0
-    add(first)
-    folders = [os.fspath(path)] if stat.S_ISDIR(first.st_mode) else []
+    total = _own(first, seen)
+    folders = [path] if stat.S_ISDIR(first.st_mode) else []
     while folders:
         try:
             entries = os.scandir(folders.pop())
@@ -272,10 +276,38 @@ def tree_bytes(path: Path) -> int:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                add(st)
+                total += _own(st, seen)
                 if stat.S_ISDIR(st.st_mode):
                     folders.append(entry.path)
     return total
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _split(folder: str, seen: set[tuple[int, int]]) -> tuple[int, int, bool]:
+    """A candidate (or ``rung``) folder's ``(build output bytes, record bytes, has an artifact)``,
+    each file walked once: the parts :func:`build_outputs` names, the rest (the folder itself
+    included) records."""
+    try:
+        build, records, artifact = 0, _own(os.lstat(folder), seen), False
+    except OSError:
+        return 0, 0, False
+    for entry in _entries(folder):
+        if entry.name in RECORD_FILES or entry.name in (PRUNED, REBUILDING):
+            records += _walk(entry.path, seen)
+        elif entry.name.startswith("rung") and entry.is_dir(follow_symlinks=False):
+            b, r, a = _split(entry.path, seen)
+            build, records, artifact = build + b, records + r, artifact or a
+        else:
+            build += _walk(entry.path, seen)
+            artifact = artifact or entry.name == "artifact"
+    return build, records, artifact
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -313,30 +345,35 @@ def human_bytes(n: float) -> str:
 
 
 def disk_use(root: str | os.PathLike[str]) -> DiskUse:
-    """The study folder's disk use, by part (the dashboard and ``gptuner show`` call this)."""
-    root = Path(root)
-    build = records = remeasure = 0
+    """The study folder's disk use, by part (the dashboard and ``gptuner show`` call this, the
+    tuner at each candidate's commit): one walk, each file counted once, in one part."""
+    seen: set[tuple[int, int]] = set()
+    build = records = remeasure = other = 0
     with_artifacts: list[int] = []
     pruned: list[int] = []
-    candidates = root / "candidates"
-    if candidates.is_dir():
-        for folder in sorted(candidates.iterdir()):
-            if not folder.is_dir():
-                records += tree_bytes(folder)
-                continue
-            outputs = list(build_outputs(folder))
-            size = sum(tree_bytes(p) for p in outputs)
-            build += size
-            records += tree_bytes(folder) - size
-            if folder.name.isdigit():
-                if any(p.name == "artifact" for p in outputs):
-                    with_artifacts.append(int(folder.name))
-                elif (folder / PRUNED).exists():
-                    pruned.append(int(folder.name))
-    for group in ("revalidation", "baselines"):
-        if (root / group).exists():
-            remeasure += tree_bytes(root / group)
-    total = tree_bytes(root) if root.exists() else 0
-    return DiskUse(total=total, build_outputs=build, records=records, remeasurements=remeasure,
-                   study_files=max(total - build - records - remeasure, 0),
+    try:
+        other = _own(os.lstat(root), seen)
+    except OSError:
+        return DiskUse(total=0, build_outputs=0, records=0, remeasurements=0, study_files=0,
+                       with_artifacts=(), pruned=())
+    for entry in _entries(os.fspath(root)):
+        if entry.name in ("revalidation", "baselines"):
+            remeasure += _walk(entry.path, seen)
+        elif entry.name != "candidates" or not entry.is_dir(follow_symlinks=False):
+            other += _walk(entry.path, seen)
+        else:
+            other += _own(entry.stat(follow_symlinks=False), seen)
+            for folder in _entries(entry.path):
+                if not folder.is_dir(follow_symlinks=False):
+                    records += _walk(folder.path, seen)
+                    continue
+                b, r, artifact = _split(folder.path, seen)
+                build, records = build + b, records + r
+                if folder.name.isdigit():
+                    if artifact:
+                        with_artifacts.append(int(folder.name))
+                    elif os.path.exists(os.path.join(folder.path, PRUNED)):
+                        pruned.append(int(folder.name))
+    return DiskUse(total=build + records + remeasure + other, build_outputs=build, records=records,
+                   remeasurements=remeasure, study_files=other,
                    with_artifacts=tuple(with_artifacts), pruned=tuple(pruned))

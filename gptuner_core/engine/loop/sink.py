@@ -134,13 +134,14 @@ class StoreSink:
         from gptuner_core.engine.files import artifacts
 
         cfg, root = self.config, self.ws.root
-        before = artifacts.tree_bytes(root)
+        before = artifacts.disk_use(root)  # one walk (on the loop's thread: the hints wait for it)
         keep = artifacts.kept_numbers(history, cfg.keep_artifacts, cfg.revalidate_top_k, winner)
-        self._freed += artifacts.prune_study(root, history, keep, busy=self._in_flight)
+        freed = artifacts.prune_study(root, history, keep, busy=self._in_flight)
         if winner is not None and keep is not None:
-            self._freed += artifacts.prune_remeasurements(root)
-        use = artifacts.disk_use(root)
-        self._peak_disk = max(self._peak_disk, before, use.total)
+            freed += artifacts.prune_remeasurements(root)
+        self._freed += freed
+        use = artifacts.disk_use(root) if freed else before  # a second walk only after a prune
+        self._peak_disk = max(self._peak_disk, before.total, use.total)
         self.store.set_meta("disk_use", {**use.to_json(), "peak": self._peak_disk, "freed": self._freed})
 
     def _no_duplicate_copy(self, rec: CandidateRecord, history: list[CandidateRecord]) -> CandidateRecord:
