@@ -46,7 +46,8 @@ def commit_before(root: Path) -> int:
 
     pathlib_walk(root)
     for folder in sorted((root / "candidates").iterdir()):
-        sum(pathlib_walk(p) for p in build_outputs(folder)) + pathlib_walk(folder)
+        for part in [*build_outputs(folder), folder]:
+            pathlib_walk(part)
     return pathlib_walk(root)  # the total it stored
 
 

@@ -257,8 +257,9 @@ def _own(st: os.stat_result, seen: set[tuple[int, int]]) -> int:
     return st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
 
 
-def _walk(path: str, seen: set[tuple[int, int]]) -> int:
-    """Bytes under ``path`` (itself included) not yet in ``seen``; links never followed."""
+def _walk(path: str, seen: set[tuple[int, int]], skip: frozenset[str] = frozenset()) -> int:
+    """Bytes under ``path`` (itself included) not yet in ``seen``, the paths in ``skip`` and
+    what is under them left out; links never followed."""
     try:
         first = os.lstat(path)
     except OSError:
@@ -272,6 +273,8 @@ def _walk(path: str, seen: set[tuple[int, int]]) -> int:
             continue
         with entries:
             for entry in entries:
+                if entry.path in skip:
+                    continue
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
@@ -291,23 +294,15 @@ def _entries(folder: str) -> list[os.DirEntry[str]]:
 
 
 def _split(folder: str, seen: set[tuple[int, int]]) -> tuple[int, int, bool]:
-    """A candidate (or ``rung``) folder's ``(build output bytes, record bytes, has an artifact)``,
-    each file walked once: the parts :func:`build_outputs` names, the rest (the folder itself
-    included) records."""
-    try:
-        build, records, artifact = 0, _own(os.lstat(folder), seen), False
-    except OSError:
-        return 0, 0, False
-    for entry in _entries(folder):
-        if entry.name in RECORD_FILES or entry.name in (PRUNED, REBUILDING):
-            records += _walk(entry.path, seen)
-        elif entry.name.startswith("rung") and entry.is_dir(follow_symlinks=False):
-            b, r, a = _split(entry.path, seen)
-            build, records, artifact = build + b, records + r, artifact or a
-        else:
-            build += _walk(entry.path, seen)
-            artifact = artifact or entry.name == "artifact"
-    return build, records, artifact
+    """A candidate folder's ``(build output bytes, record bytes, has an artifact)``: the parts
+    :func:`build_outputs` names, then the rest (the folder itself included) in one walk that
+    leaves them out, so each file is walked once."""
+    top = Path(folder)
+    # spelled as scandir spells its entries' paths, which ``skip`` is compared with
+    outputs = [os.path.join(folder, *p.relative_to(top).parts) for p in build_outputs(top)]
+    build = sum(_walk(p, seen) for p in outputs)
+    records = _walk(folder, seen, skip=frozenset(outputs))
+    return build, records, any(os.path.basename(p) == "artifact" for p in outputs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
